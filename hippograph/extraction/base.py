@@ -1,0 +1,62 @@
+"""The extractor protocol and its output model, shared by every extractor.
+
+Extractors are pure: they read episodes and return what they found. They never touch a store;
+the ingest pipeline resolves entities, supersedes notes and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from hippograph.models import Episode, NoteKind
+
+#: The name that stands for the user (the speaker of role=user messages) in extracted triples.
+USER = "<user>"
+
+#: Predicates a person has one current value of: a new (user)-[P]->(x) invalidates the old one.
+SINGLE_VALUED_PREDICATES = frozenset({
+    "MANAGES", "LIVES_IN", "WORKS_AT", "WORKS_FOR", "IS_MARRIED_TO", "REPORTS_TO", "LEADS", "HEADS",
+})
+
+
+class ExtractedEntity(BaseModel):
+    name: str
+    type: str = "Thing"  # Person, Organization, Location, Date, Event, Product, Concept, Thing ...
+
+
+class ExtractedRelation(BaseModel):
+    """subject -[predicate]-> object; subject/object are entity names or USER."""
+
+    subject: str
+    predicate: str  # UPPER_SNAKE_CASE, e.g. MANAGES, LIVES_IN, WORKS_AT
+    object: str
+    fact: str  # the sentence (or clause) that supports it
+    episode_id: str
+
+
+class ExtractedNote(BaseModel):
+    kind: NoteKind
+    text: str  # a short third-person statement, e.g. "Manages the Northwest region"
+    slot: str  # what it replaces: a new note with the same slot supersedes the old one
+    episode_id: str
+
+
+class Extraction(BaseModel):
+    entities: list[ExtractedEntity] = Field(default_factory=list)
+    relations: list[ExtractedRelation] = Field(default_factory=list)
+    notes: list[ExtractedNote] = Field(default_factory=list)
+    # episode id -> names of entities it mentions (provenance links Episode -> Entity)
+    mentions: dict[str, list[str]] = Field(default_factory=dict)
+    # episode ids judged not worth remembering as long-term memories (greetings, small talk)
+    small_talk: list[str] = Field(default_factory=list)
+    extractor: str = ""
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    name: str
+
+    def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction: ...

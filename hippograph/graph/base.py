@@ -1,0 +1,109 @@
+"""The graph-store protocol: episodes, entities, directed relations and long-term notes of each user.
+
+The graph store is the system of record. Everything acknowledged to a caller is in it; the vector
+store is an index over it that can be rebuilt from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from hippograph.models import Entity, Episode, Note, Relation
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    entities: list[Entity]
+    relations: list[Relation]
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    def open(self) -> None:
+        """Create schema/indexes and load what is needed; raises BackendUnavailable on failure."""
+
+    def close(self) -> None: ...
+
+    # --- users -------------------------------------------------------------------------------
+    def ensure_user(self, user_id: str, name: str | None = None) -> Entity:
+        """The user's own entity (created on first use)."""
+
+    def user_exists(self, user_id: str) -> bool: ...
+
+    def delete_user(self, user_id: str) -> None:
+        """Forget the user: episodes, notes, entities, relations."""
+
+    # --- episodes (tier 1, the raw record) -----------------------------------------------------
+    def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+        """Insert episodes atomically; ids already stored are skipped. Returns the new ones."""
+
+    def get_episodes(self, user_id: str, ids: Sequence[str]) -> list[Episode]: ...
+
+    def episodes_by_ids(self, ids: Sequence[str]) -> list[Episode]:
+        """Episodes of any user by id (the index repair path)."""
+
+    def session_episodes(self, user_id: str, session_id: str) -> list[Episode]:
+        """A session's episodes in order (by seq)."""
+
+    def next_seq(self, user_id: str, session_id: str | None) -> int: ...
+
+    def pending_episodes(self, limit: int = 1000) -> list[Episode]:
+        """Episodes stored but not yet fully processed (extracted and indexed)."""
+
+    def mark_processed(self, ids: Sequence[str], extractor: str) -> None: ...
+
+    def set_indexed(self, ids: Sequence[str], indexed: bool) -> None:
+        """Whether an episode belongs in the vector index (small talk does not)."""
+
+    def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:
+        """Ids of everything the vector store should hold, by kind (episode, note, relation)."""
+
+    # --- entities and relations ----------------------------------------------------------------
+    def resolve_entities(self, user_id: str, entities: Sequence[Entity]) -> list[Entity]:
+        """Merge each entity with a stored one of the same normalised name or alias, else insert.
+        Returns the stored entities in input order."""
+
+    def get_entity(self, entity_id: str) -> Entity | None: ...
+
+    def find_entities(self, user_id: str, q: str | None, limit: int = 20) -> list[Entity]: ...
+
+    def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
+        """Insert relations; an identical current relation (same ends and predicate) only gains the
+        new source episode ids. Returns the stored relations in input order."""
+
+    def invalidate_relations(self, ids: Sequence[str], at: datetime) -> None: ...
+
+    def current_relations(self, user_id: str, source_id: str, predicate: str) -> list[Relation]: ...
+
+    def get_relations(self, ids: Sequence[str]) -> list[Relation]: ...
+
+    def relations_of(
+        self, user_id: str, entity_ids: Sequence[str], include_invalid: bool = False
+    ) -> list[Relation]:
+        """Relations touching any of these entities."""
+
+    def link_mentions(self, episode_id: str, entity_ids: Sequence[str]) -> None: ...
+
+    def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
+        """Entities within `depth` hops (either direction) and the relations among them."""
+
+    def personalized_pagerank(
+        self, user_id: str, seeds: Sequence[str], limit: int = 20
+    ) -> list[tuple[str, float]]:
+        """Entity ids ranked by personalised PageRank from the seed entities (current relations)."""
+
+    # --- notes (tier 2) ------------------------------------------------------------------------
+    def add_note(self, note: Note) -> None: ...
+
+    def supersede_note(self, old_id: str, new_id: str, at: datetime) -> None: ...
+
+    def notes_by_ids(self, ids: Sequence[str]) -> list[Note]: ...
+
+    def current_note_by_slot(self, user_id: str, slot: str) -> Note | None: ...
+
+    def list_notes(self, user_id: str, include_history: bool = False) -> list[Note]: ...
+
+    def delete_note(self, user_id: str, note_id: str) -> bool: ...

@@ -1,0 +1,94 @@
+"""SQLite schema of the embedded graph store, and the name normalisation used for entity resolution."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS users (
+    user_id    TEXT PRIMARY KEY,
+    entity_id  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS episodes (
+    id        TEXT PRIMARY KEY,
+    user_id   TEXT NOT NULL,
+    session_id TEXT,
+    agent_id  TEXT,
+    kind      TEXT NOT NULL,
+    role      TEXT,
+    name      TEXT,
+    title     TEXT,
+    content   TEXT NOT NULL,
+    client_id TEXT,
+    ts        TEXT NOT NULL,
+    seq       INTEGER NOT NULL DEFAULT 0,
+    metadata  TEXT NOT NULL DEFAULT '{}',
+    processed INTEGER NOT NULL DEFAULT 0,
+    indexed   INTEGER NOT NULL DEFAULT 1,
+    extractor TEXT
+);
+CREATE INDEX IF NOT EXISTS episodes_session ON episodes(user_id, session_id, seq);
+CREATE INDEX IF NOT EXISTS episodes_pending ON episodes(processed);
+CREATE TABLE IF NOT EXISTS entities (
+    id       TEXT PRIMARY KEY,
+    user_id  TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    type     TEXT NOT NULL,
+    aliases  TEXT NOT NULL DEFAULT '[]',
+    is_user  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS entities_user ON entities(user_id, name);
+CREATE TABLE IF NOT EXISTS aliases (
+    user_id   TEXT NOT NULL,
+    norm      TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, norm)
+);
+CREATE TABLE IF NOT EXISTS relations (
+    id         TEXT PRIMARY KEY,
+    user_id    TEXT NOT NULL,
+    source_id  TEXT NOT NULL,
+    target_id  TEXT NOT NULL,
+    predicate  TEXT NOT NULL,
+    fact       TEXT NOT NULL,
+    valid_at   TEXT NOT NULL,
+    invalid_at TEXT,
+    episodes   TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS relations_source ON relations(user_id, source_id, predicate);
+CREATE INDEX IF NOT EXISTS relations_target ON relations(user_id, target_id);
+CREATE TABLE IF NOT EXISTS mentions (
+    user_id    TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    entity_id  TEXT NOT NULL,
+    PRIMARY KEY (episode_id, entity_id)
+);
+CREATE INDEX IF NOT EXISTS mentions_user ON mentions(user_id);
+CREATE TABLE IF NOT EXISTS notes (
+    id            TEXT PRIMARY KEY,
+    user_id       TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    slot          TEXT NOT NULL,
+    valid_at      TEXT NOT NULL,
+    invalid_at    TEXT,
+    superseded_by TEXT,
+    episodes      TEXT NOT NULL DEFAULT '[]',
+    created_at    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notes_slot ON notes(user_id, slot, invalid_at);
+"""
+
+_ARTICLES = re.compile(r"^(the|a|an|my|our|his|her|their|your)\s+")
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(name: str) -> str:
+    """The key two entity names must share to be merged: case-, accent-, article- and space-folded."""
+    s = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode() or name
+    s = _SPACE.sub(" ", s.lower().strip(" .,;:!?'\"()[]"))
+    s = _ARTICLES.sub("", s)
+    if s.endswith("'s"):
+        s = s[:-2]
+    return s

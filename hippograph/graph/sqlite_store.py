@@ -1,0 +1,406 @@
+"""The embedded graph store: SQLite (WAL, synchronous=FULL) for durability, networkx for traversal.
+
+Every write is one SQLite transaction committed before the method returns, so whatever a caller was
+told is stored survives a kill -9. networkx graphs are a per-user cache built from SQLite on first use
+and kept in step with writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import networkx as nx
+
+from hippograph.errors import BackendUnavailable
+from hippograph.graph.base import Subgraph
+from hippograph.graph.schema import SCHEMA, normalise
+from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, stable_id
+
+USER_ENTITY_KEY = "<user>"
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.isoformat() if dt else None
+
+
+def _dt(s: str | None) -> datetime | None:
+    return datetime.fromisoformat(s) if s else None
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SqliteGraphStore:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        self._graphs: dict[str, nx.MultiDiGraph] = {}
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.executescript(SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise BackendUnavailable(f"cannot open the graph database at {self.path}: {exc}") from exc
+        self._conn = conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._graphs.clear()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise BackendUnavailable("the graph store is not open")
+        return self._conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self.conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise BackendUnavailable(f"graph database write failed: {exc}") from exc
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise BackendUnavailable(f"graph database read failed: {exc}") from exc
+
+    # --- users ---------------------------------------------------------------------------------
+    def ensure_user(self, user_id: str, name: str | None = None) -> Entity:
+        eid = stable_id("ent", user_id, USER_ENTITY_KEY)
+        rows = self._rows("SELECT * FROM entities WHERE id=?", (eid,))
+        if rows:
+            return _entity(rows[0])
+        ent = Entity(id=eid, user_id=user_id, name=name or user_id, type="Person", is_user=True)
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO users(user_id, entity_id) VALUES (?,?)", (user_id, eid))
+            self._insert_entity(c, ent, USER_ENTITY_KEY)
+        return ent
+
+    def user_exists(self, user_id: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM users WHERE user_id=?", (user_id,)))
+
+    def delete_user(self, user_id: str) -> None:
+        with self._tx() as c:
+            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "users"):
+                c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+        self._graphs.pop(user_id, None)
+
+    # --- episodes ------------------------------------------------------------------------------
+    def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+        added: list[Episode] = []
+        with self._tx() as c:
+            for ep in episodes:
+                cur = c.execute(
+                    "INSERT OR IGNORE INTO episodes(id,user_id,session_id,agent_id,kind,role,name,title,"
+                    "content,client_id,ts,seq,metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (ep.id, ep.user_id, ep.session_id, ep.agent_id, ep.kind.value,
+                     ep.role.value if ep.role else None, ep.name, ep.title, ep.content, ep.client_id,
+                     _iso(ep.timestamp), ep.seq, json.dumps(ep.metadata)),
+                )
+                if cur.rowcount:
+                    added.append(ep)
+        return added
+
+    def get_episodes(self, user_id: str, ids: Sequence[str]) -> list[Episode]:
+        if not ids:
+            return []
+        rows = self._rows(
+            f"SELECT * FROM episodes WHERE user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids)
+        )
+        return [_episode(r) for r in rows]
+
+    def episodes_by_ids(self, ids: Sequence[str]) -> list[Episode]:
+        if not ids:
+            return []
+        return [_episode(r) for r in self._rows(f"SELECT * FROM episodes WHERE id IN ({_marks(len(ids))})",
+                                                tuple(ids))]
+
+    def session_episodes(self, user_id: str, session_id: str) -> list[Episode]:
+        rows = self._rows(
+            "SELECT * FROM episodes WHERE user_id=? AND session_id=? ORDER BY seq, ts", (user_id, session_id)
+        )
+        return [_episode(r) for r in rows]
+
+    def next_seq(self, user_id: str, session_id: str | None) -> int:
+        rows = self._rows(
+            "SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM episodes WHERE user_id=? AND session_id IS ?",
+            (user_id, session_id),
+        )
+        return int(rows[0]["n"])
+
+    def pending_episodes(self, limit: int = 1000) -> list[Episode]:
+        rows = self._rows("SELECT * FROM episodes WHERE processed=0 ORDER BY rowid LIMIT ?", (limit,))
+        return [_episode(r) for r in rows]
+
+    def mark_processed(self, ids: Sequence[str], extractor: str) -> None:
+        if not ids:
+            return
+        with self._tx() as c:
+            c.execute(
+                f"UPDATE episodes SET processed=1, extractor=? WHERE id IN ({_marks(len(ids))})",
+                (extractor, *ids),
+            )
+
+    def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:
+        scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
+        return {
+            "episode": [r["id"] for r in self._rows(
+                f"SELECT id FROM episodes WHERE processed=1 AND indexed=1 {scope}", params)],
+            "note": [r["id"] for r in self._rows(f"SELECT id FROM notes WHERE invalid_at IS NULL {scope}", params)],
+            "relation": [r["id"] for r in self._rows(
+                f"SELECT id FROM relations WHERE invalid_at IS NULL {scope}", params)],
+        }
+
+    def set_indexed(self, ids: Sequence[str], indexed: bool) -> None:
+        """Whether an episode belongs in the vector index (small talk does not)."""
+        if ids:
+            with self._tx() as c:
+                c.execute(
+                    f"UPDATE episodes SET indexed=? WHERE id IN ({_marks(len(ids))})", (int(indexed), *ids)
+                )
+
+    # --- entities ------------------------------------------------------------------------------
+    def _insert_entity(self, c: sqlite3.Connection, ent: Entity, key: str) -> None:
+        c.execute(
+            "INSERT OR IGNORE INTO entities(id,user_id,name,type,aliases,is_user) VALUES (?,?,?,?,?,?)",
+            (ent.id, ent.user_id, ent.name, ent.type, json.dumps(ent.aliases), int(ent.is_user)),
+        )
+        c.execute("INSERT OR IGNORE INTO aliases(user_id,norm,entity_id) VALUES (?,?,?)",
+                  (ent.user_id, key, ent.id))
+        g = self._graphs.get(ent.user_id)
+        if g is not None:
+            g.add_node(ent.id)
+
+    def resolve_entities(self, user_id: str, entities: Sequence[Entity]) -> list[Entity]:
+        out: list[Entity] = []
+        with self._tx() as c:
+            for ent in entities:
+                key = USER_ENTITY_KEY if ent.is_user else normalise(ent.name)
+                row = c.execute("SELECT e.* FROM aliases a JOIN entities e ON e.id=a.entity_id "
+                                "WHERE a.user_id=? AND a.norm=?", (user_id, key)).fetchone()
+                if row is not None:
+                    stored = _entity(row)
+                    if stored.type in ("Thing", "Concept") and ent.type not in ("Thing", "Concept"):
+                        c.execute("UPDATE entities SET type=? WHERE id=?", (ent.type, stored.id))
+                        stored.type = ent.type
+                    out.append(stored)
+                    continue
+                new = ent.model_copy(update={"id": stable_id("ent", user_id, key), "user_id": user_id})
+                self._insert_entity(c, new, key)
+                out.append(new)
+        return out
+
+    def get_entity(self, entity_id: str) -> Entity | None:
+        rows = self._rows("SELECT * FROM entities WHERE id=?", (entity_id,))
+        return _entity(rows[0]) if rows else None
+
+    def find_entities(self, user_id: str, q: str | None, limit: int = 20) -> list[Entity]:
+        if q:
+            like = f"%{normalise(q)}%"
+            rows = self._rows(
+                "SELECT DISTINCT e.* FROM aliases a JOIN entities e ON e.id=a.entity_id "
+                "WHERE a.user_id=? AND (a.norm LIKE ? OR lower(e.name) LIKE ?) ORDER BY e.name LIMIT ?",
+                (user_id, like, f"%{q.lower()}%", limit),
+            )
+        else:
+            rows = self._rows("SELECT * FROM entities WHERE user_id=? ORDER BY name LIMIT ?", (user_id, limit))
+        return [_entity(r) for r in rows]
+
+    # --- relations -----------------------------------------------------------------------------
+    def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
+        out: list[Relation] = []
+        with self._tx() as c:
+            for rel in relations:
+                row = c.execute(
+                    "SELECT * FROM relations WHERE user_id=? AND source_id=? AND target_id=? AND predicate=? "
+                    "AND invalid_at IS NULL", (rel.user_id, rel.source_id, rel.target_id, rel.predicate),
+                ).fetchone()
+                if row is not None:
+                    stored = _relation(row)
+                    merged = list(dict.fromkeys(stored.source_episode_ids + rel.source_episode_ids))
+                    c.execute("UPDATE relations SET episodes=? WHERE id=?", (json.dumps(merged), stored.id))
+                    stored.source_episode_ids = merged
+                    out.append(stored)
+                    continue
+                c.execute(
+                    "INSERT INTO relations(id,user_id,source_id,target_id,predicate,fact,valid_at,invalid_at,"
+                    "episodes) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (rel.id, rel.user_id, rel.source_id, rel.target_id, rel.predicate, rel.fact,
+                     _iso(rel.valid_at), _iso(rel.invalid_at), json.dumps(rel.source_episode_ids)),
+                )
+                self._cache_edge(rel)
+                out.append(rel)
+        return out
+
+    def _cache_edge(self, rel: Relation) -> None:
+        g = self._graphs.get(rel.user_id)
+        if g is not None:
+            g.add_edge(rel.source_id, rel.target_id, key=rel.id, predicate=rel.predicate,
+                       current=rel.invalid_at is None)
+
+    def invalidate_relations(self, ids: Sequence[str], at: datetime) -> None:
+        if not ids:
+            return
+        with self._tx() as c:
+            c.execute(f"UPDATE relations SET invalid_at=? WHERE id IN ({_marks(len(ids))})", (_iso(at), *ids))
+        for rel in self.get_relations(ids):
+            self._cache_edge(rel)
+
+    def current_relations(self, user_id: str, source_id: str, predicate: str) -> list[Relation]:
+        rows = self._rows("SELECT * FROM relations WHERE user_id=? AND source_id=? AND predicate=? "
+                          "AND invalid_at IS NULL", (user_id, source_id, predicate))
+        return [_relation(r) for r in rows]
+
+    def get_relations(self, ids: Sequence[str]) -> list[Relation]:
+        if not ids:
+            return []
+        return [_relation(r) for r in self._rows(
+            f"SELECT * FROM relations WHERE id IN ({_marks(len(ids))})", tuple(ids))]
+
+    def link_mentions(self, episode_id: str, entity_ids: Sequence[str]) -> None:
+        if not entity_ids:
+            return
+        with self._tx() as c:
+            row = c.execute("SELECT user_id FROM episodes WHERE id=?", (episode_id,)).fetchone()
+            if row is None:
+                return
+            c.executemany("INSERT OR IGNORE INTO mentions(user_id,episode_id,entity_id) VALUES (?,?,?)",
+                          [(row["user_id"], episode_id, eid) for eid in entity_ids])
+
+    # --- traversal (networkx) -------------------------------------------------------------------
+    def _graph(self, user_id: str) -> nx.MultiDiGraph:
+        g = self._graphs.get(user_id)
+        if g is None:
+            g = nx.MultiDiGraph()
+            g.add_nodes_from(r["id"] for r in self._rows("SELECT id FROM entities WHERE user_id=?", (user_id,)))
+            for r in self._rows("SELECT id,source_id,target_id,predicate,invalid_at FROM relations "
+                                "WHERE user_id=?", (user_id,)):
+                g.add_edge(r["source_id"], r["target_id"], key=r["id"], predicate=r["predicate"],
+                           current=r["invalid_at"] is None)
+            self._graphs[user_id] = g
+        return g
+
+    def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
+        ent = self.get_entity(entity_id)
+        if ent is None:
+            return Subgraph([], [])
+        with self._lock:
+            g = self._graph(ent.user_id)
+            view = g if include_invalid else nx.subgraph_view(
+                g, filter_edge=lambda u, v, k: g.edges[u, v, k]["current"])
+            reach = nx.single_source_shortest_path_length(view.to_undirected(as_view=True), entity_id,
+                                                          cutoff=depth)
+            rel_ids = [k for u, v, k in view.subgraph(reach).edges(keys=True)]
+        ents = self._rows(f"SELECT * FROM entities WHERE id IN ({_marks(len(reach))})", tuple(reach))
+        return Subgraph([_entity(r) for r in ents], self.get_relations(rel_ids))
+
+    def personalized_pagerank(self, user_id: str, seeds: Sequence[str], limit: int = 20) -> list[tuple[str, float]]:
+        with self._lock:
+            g = self._graph(user_id)
+            seeds = [s for s in seeds if s in g]
+            if not seeds:
+                return []
+            simple = nx.Graph()
+            simple.add_nodes_from(g.nodes)
+            simple.add_edges_from((u, v) for u, v, cur in g.edges(data="current") if cur)
+            ranks = nx.pagerank(simple, personalization={s: 1.0 for s in seeds}, max_iter=200)
+        return sorted(ranks.items(), key=lambda kv: -kv[1])[:limit]
+
+    def relations_of(self, user_id: str, entity_ids: Sequence[str], include_invalid: bool = False) -> list[Relation]:
+        """Relations touching any of these entities."""
+        if not entity_ids:
+            return []
+        m = _marks(len(entity_ids))
+        cond = "" if include_invalid else "AND invalid_at IS NULL"
+        rows = self._rows(f"SELECT * FROM relations WHERE user_id=? AND (source_id IN ({m}) OR target_id IN ({m})) "
+                          f"{cond}", (user_id, *entity_ids, *entity_ids))
+        return [_relation(r) for r in rows]
+
+    # --- notes ---------------------------------------------------------------------------------
+    def add_note(self, note: Note) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO notes(id,user_id,kind,text,slot,valid_at,invalid_at,superseded_by,"
+                "episodes,created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (note.id, note.user_id, note.kind.value, note.text, note.slot, _iso(note.valid_at),
+                 _iso(note.invalid_at), note.superseded_by, json.dumps(note.source_episode_ids),
+                 _iso(note.created_at)),
+            )
+
+    def supersede_note(self, old_id: str, new_id: str, at: datetime) -> None:
+        with self._tx() as c:
+            c.execute("UPDATE notes SET invalid_at=?, superseded_by=? WHERE id=?", (_iso(at), new_id, old_id))
+
+    def notes_by_ids(self, ids: Sequence[str]) -> list[Note]:
+        if not ids:
+            return []
+        return [_note(r) for r in self._rows(f"SELECT * FROM notes WHERE id IN ({_marks(len(ids))})", tuple(ids))]
+
+    def current_note_by_slot(self, user_id: str, slot: str) -> Note | None:
+        rows = self._rows("SELECT * FROM notes WHERE user_id=? AND slot=? AND invalid_at IS NULL "
+                          "ORDER BY valid_at DESC LIMIT 1", (user_id, slot))
+        return _note(rows[0]) if rows else None
+
+    def list_notes(self, user_id: str, include_history: bool = False) -> list[Note]:
+        cond = "" if include_history else "AND invalid_at IS NULL"
+        rows = self._rows(f"SELECT * FROM notes WHERE user_id=? {cond} ORDER BY valid_at", (user_id,))
+        return [_note(r) for r in rows]
+
+    def delete_note(self, user_id: str, note_id: str) -> bool:
+        with self._tx() as c:
+            return bool(c.execute("DELETE FROM notes WHERE user_id=? AND id=?", (user_id, note_id)).rowcount)
+
+
+def _episode(r: sqlite3.Row) -> Episode:
+    return Episode(
+        id=r["id"], user_id=r["user_id"], session_id=r["session_id"], agent_id=r["agent_id"],
+        kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r["role"] else None, name=r["name"],
+        title=r["title"], content=r["content"], client_id=r["client_id"], timestamp=_dt(r["ts"]),
+        seq=r["seq"], metadata=json.loads(r["metadata"] or "{}"),
+    )
+
+
+def _entity(r: sqlite3.Row) -> Entity:
+    return Entity(id=r["id"], user_id=r["user_id"], name=r["name"], type=r["type"],
+                  aliases=json.loads(r["aliases"] or "[]"), is_user=bool(r["is_user"]))
+
+
+def _relation(r: sqlite3.Row) -> Relation:
+    return Relation(id=r["id"], user_id=r["user_id"], source_id=r["source_id"], target_id=r["target_id"],
+                    predicate=r["predicate"], fact=r["fact"], valid_at=_dt(r["valid_at"]),
+                    invalid_at=_dt(r["invalid_at"]), source_episode_ids=json.loads(r["episodes"] or "[]"))
+
+
+def _note(r: sqlite3.Row) -> Note:
+    return Note(id=r["id"], user_id=r["user_id"], kind=NoteKind(r["kind"]), text=r["text"], slot=r["slot"],
+                valid_at=_dt(r["valid_at"]), invalid_at=_dt(r["invalid_at"]), superseded_by=r["superseded_by"],
+                source_episode_ids=json.loads(r["episodes"] or "[]"), created_at=_dt(r["created_at"]))

@@ -1,0 +1,259 @@
+"""Accept, persist, extract: the write path.
+
+1. Incoming messages/documents become episodes and are committed to the graph store (the system of
+   record) in one transaction. That commit is what makes a write acknowledged.
+2. The new episodes are processed: extraction, entity resolution, relation and note supersession,
+   provenance links, and indexing into the vector store. Episodes stay `pending` until this is done,
+   so a crash in between is repaired at the next start (`process_pending`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from hippograph.errors import Conflict
+from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
+from hippograph.extraction.tool_output import essentials
+from hippograph.graph.base import GraphStore
+from hippograph.models import (
+    DocumentIn,
+    Entity,
+    Episode,
+    EpisodeKind,
+    MemoryKind,
+    MessageIn,
+    Note,
+    Relation,
+    Role,
+    VectorRecord,
+    new_id,
+    stable_id,
+    utcnow,
+)
+from hippograph.vectors.indexer import Indexer
+
+DOCUMENT_CHUNK_CHARS = 1200
+
+
+class NoteChange(BaseModel):
+    id: str
+    kind: str
+    text: str
+    superseded: str | None = None
+
+
+class IngestResult(BaseModel):
+    stored: list[str] = Field(default_factory=list, description="Ids of new episodes.")
+    duplicates: list[str] = Field(default_factory=list, description="Ids already stored (idempotent retry).")
+    notes: list[NoteChange] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    relations: list[str] = Field(default_factory=list)
+    skipped_small_talk: list[str] = Field(default_factory=list)
+
+
+def episode_text(ep: Episode) -> str:
+    """What gets embedded and shown: the speaker (or title) with the content."""
+    if ep.kind == EpisodeKind.document:
+        return f"{ep.title}: {ep.content}" if ep.title else ep.content
+    speaker = ep.name or (ep.role.value if ep.role else "")
+    return f"{speaker}: {ep.content}" if speaker else ep.content
+
+
+def chunk_text(text: str, limit: int = DOCUMENT_CHUNK_CHARS) -> list[str]:
+    """Split a document at paragraph or sentence ends into pieces of at most ~limit characters."""
+    if len(text) <= limit:
+        return [text]
+    pieces, current = [], ""
+    for para in text.replace("\r", "").split("\n"):
+        for sent in para.replace(". ", ".\n").split("\n"):
+            if current and len(current) + len(sent) + 1 > limit:
+                pieces.append(current.strip())
+                current = ""
+            current += sent + " "
+    if current.strip():
+        pieces.append(current.strip())
+    return [p[i:i + limit] for p in pieces for i in range(0, len(p), limit)]
+
+
+class Ingestor:
+    def __init__(self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int) -> None:
+        self.graph = graph
+        self.indexer = indexer
+        self.extractor = extractor
+        self.tool_output_chars = tool_output_chars
+        self._lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
+
+    # --- step 1: persist -----------------------------------------------------------------------
+    def build_episodes(
+        self, user_id: str, session_id: str | None, agent_id: str | None,
+        messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict,
+    ) -> list[Episode]:
+        now = utcnow()
+        seq = self.graph.next_seq(user_id, session_id)
+        out: list[Episode] = []
+        for m in messages:
+            content, meta = m.content, dict(metadata)
+            if m.role == Role.tool and len(content) > self.tool_output_chars:
+                meta["original_chars"] = len(content)
+                content = essentials(content, self.tool_output_chars)
+            key = m.id or new_id("msg")
+            out.append(Episode(
+                id=stable_id("ep", user_id, key) if m.id else key, user_id=user_id, session_id=session_id,
+                agent_id=agent_id, kind=EpisodeKind.message, role=m.role, name=m.name, content=content,
+                client_id=m.id, timestamp=m.timestamp or now, seq=seq, metadata=meta,
+            ))
+            seq += 1
+        for d in documents:
+            for i, piece in enumerate(chunk_text(d.text)):
+                out.append(Episode(
+                    id=stable_id("ep", user_id, d.id, str(i)), user_id=user_id, session_id=session_id,
+                    agent_id=agent_id, kind=EpisodeKind.document, title=d.title, content=piece,
+                    client_id=d.id, timestamp=d.timestamp or now, seq=seq, metadata={**metadata, "chunk": i},
+                ))
+                seq += 1
+        return out
+
+    def ingest(
+        self, user_id: str, session_id: str | None, agent_id: str | None,
+        messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
+    ) -> IngestResult:
+        with self._lock:
+            episodes = self.build_episodes(user_id, session_id, agent_id, messages, documents, metadata or {})
+            self._check_conflicts(user_id, episodes)
+            self.graph.ensure_user(user_id)
+            added = self.graph.add_episodes(episodes)
+            added_ids = {e.id for e in added}
+            result = IngestResult(
+                stored=[e.id for e in added],
+                duplicates=list(dict.fromkeys(e.id for e in episodes if e.id not in added_ids)),
+            )
+            if added:
+                self._process(added, result)
+            return result
+
+    def _check_conflicts(self, user_id: str, episodes: Sequence[Episode]) -> None:
+        seen: dict[str, str] = {}
+        for ep in episodes:
+            if ep.id in seen and seen[ep.id] != ep.content:
+                raise Conflict(f"id {ep.client_id!r} appears twice in the request with different content")
+            seen[ep.id] = ep.content
+        keyed = [e for e in episodes if e.client_id]
+        stored = {e.id: e for e in self.graph.get_episodes(user_id, [e.id for e in keyed])}
+        for ep in keyed:
+            old = stored.get(ep.id)
+            if old is not None and old.content != ep.content:
+                raise Conflict(
+                    f"id {ep.client_id!r} was already stored for this user with different content; "
+                    "ids are idempotency keys, use a new id for new content"
+                )
+
+    # --- step 2: process -----------------------------------------------------------------------
+    def process_pending(self) -> int:
+        """Finish episodes left pending by a crash. Returns how many were processed."""
+        done = 0
+        with self._lock:
+            while batch := self.graph.pending_episodes(500):
+                by_user: dict[str, list[Episode]] = defaultdict(list)
+                for ep in batch:
+                    by_user[ep.user_id].append(ep)
+                for eps in by_user.values():
+                    self._process(eps, IngestResult())
+                done += len(batch)
+        return done
+
+    def _process(self, episodes: list[Episode], result: IngestResult) -> None:
+        user_id = episodes[0].user_id
+        ex = self.extractor.extract(episodes)
+        user = self.graph.ensure_user(user_id)
+        by_name = self._resolve(user_id, user, ex)
+        when = {e.id: e.timestamp for e in episodes}
+        new_relations = self._relations(user_id, user, ex, by_name, when)
+        notes = self._notes(user_id, ex, when, result)
+        for ep_id, names in ex.mentions.items():
+            self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
+
+        small = set(ex.small_talk)
+        self.graph.set_indexed(list(small), False)
+        records = [episode_record(e) for e in episodes if e.id not in small]
+        records += [note_record(n) for n in notes]
+        records += [relation_record(r) for r in new_relations]
+        self.indexer.index(records)
+        self.graph.mark_processed([e.id for e in episodes], ex.extractor or self.extractor.name)
+        result.entities = sorted({e.name for e in by_name.values() if not e.is_user})
+        result.relations = [r.id for r in new_relations]
+        result.skipped_small_talk = [e.client_id or e.id for e in episodes if e.id in small]
+
+    def _resolve(self, user_id: str, user: Entity, ex: Extraction) -> dict[str, Entity]:
+        types = {e.name: e.type for e in ex.entities}
+        names = list(dict.fromkeys(
+            [e.name for e in ex.entities]
+            + [n for r in ex.relations for n in (r.subject, r.object)]
+        ))
+        names = [n for n in names if n != USER]
+        stored = self.graph.resolve_entities(
+            user_id, [Entity(id="", user_id=user_id, name=n, type=types.get(n, "Thing")) for n in names]
+        )
+        by_name = dict(zip(names, stored, strict=True))
+        by_name[USER] = user
+        return by_name
+
+    def _relations(
+        self, user_id: str, user: Entity, ex: Extraction, by_name: dict[str, Entity], when: dict[str, datetime]
+    ) -> list[Relation]:
+        new: list[Relation] = []
+        for r in ex.relations:
+            src, tgt = by_name[r.subject], by_name[r.object]
+            at = when.get(r.episode_id, utcnow())
+            if src.id == user.id and r.predicate in SINGLE_VALUED_PREDICATES:
+                old = [x.id for x in self.graph.current_relations(user_id, src.id, r.predicate)
+                       if x.target_id != tgt.id]
+                self.graph.invalidate_relations(old, at)
+                self.indexer.store.delete(old)
+            rel = Relation(id=new_id("rel"), user_id=user_id, source_id=src.id, target_id=tgt.id,
+                           predicate=r.predicate, fact=r.fact, valid_at=at, source_episode_ids=[r.episode_id])
+            stored = self.graph.add_relations([rel])[0]
+            if stored.id == rel.id:
+                new.append(stored)
+        return new
+
+    def _notes(self, user_id: str, ex: Extraction, when: dict[str, datetime], result: IngestResult) -> list[Note]:
+        new: list[Note] = []
+        for n in ex.notes:
+            at = when.get(n.episode_id, utcnow())
+            current = self.graph.current_note_by_slot(user_id, n.slot)
+            if current is not None and current.text.lower() == n.text.lower():
+                if n.episode_id not in current.source_episode_ids:
+                    current.source_episode_ids.append(n.episode_id)
+                    self.graph.add_note(current)
+                continue
+            note = Note(id=new_id("note"), user_id=user_id, kind=n.kind, text=n.text, slot=n.slot,
+                        valid_at=at, source_episode_ids=[n.episode_id])
+            self.graph.add_note(note)
+            if current is not None:
+                self.graph.supersede_note(current.id, note.id, at)
+                self.indexer.store.delete([current.id])
+            new.append(note)
+            result.notes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
+                                           superseded=current.id if current else None))
+        return new
+
+
+def episode_record(e: Episode) -> VectorRecord:
+    return VectorRecord(id=e.id, user_id=e.user_id, kind=MemoryKind.episode, text=episode_text(e),
+                        session_id=e.session_id, timestamp=e.timestamp, source_ids=[e.client_id or e.id],
+                        extra={"role": e.role.value if e.role else e.kind.value})
+
+
+def note_record(n: Note) -> VectorRecord:
+    return VectorRecord(id=n.id, user_id=n.user_id, kind=MemoryKind.note, text=n.text, timestamp=n.valid_at,
+                        source_ids=n.source_episode_ids, extra={"note_kind": n.kind.value})
+
+
+def relation_record(r: Relation) -> VectorRecord:
+    return VectorRecord(id=r.id, user_id=r.user_id, kind=MemoryKind.relation, text=r.fact, timestamp=r.valid_at,
+                        source_ids=r.source_episode_ids, extra={"predicate": r.predicate})

@@ -1,0 +1,172 @@
+"""Domain models shared by every part of Hippograph.
+
+One id scheme runs across both stores: every episode, note, entity and relation has a string id
+that is also the id of its point in the vector store (as a UUID derived from it, see `point_id`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def stable_id(prefix: str, *parts: str) -> str:
+    """A deterministic id from its parts: the same client key always maps to the same id."""
+    digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:20]
+    return f"{prefix}_{digest}"
+
+
+def point_id(item_id: str) -> str:
+    """The vector-store point id (a UUID string, as Qdrant requires) for one of our ids."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"hippograph:{item_id}"))
+
+
+class Role(StrEnum):
+    user = "user"
+    assistant = "assistant"
+    tool = "tool"
+    system = "system"
+
+
+class EpisodeKind(StrEnum):
+    message = "message"
+    document = "document"
+    summary = "summary"
+
+
+class Episode(BaseModel):
+    """One thing that happened: a message, a document or a summary. The raw record of tier 1."""
+
+    id: str
+    user_id: str
+    session_id: str | None = None
+    agent_id: str | None = None
+    kind: EpisodeKind = EpisodeKind.message
+    role: Role | None = None
+    name: str | None = None
+    title: str | None = None
+    content: str
+    client_id: str | None = None
+    timestamp: datetime
+    seq: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class NoteKind(StrEnum):
+    fact = "fact"
+    preference = "preference"
+    decision = "decision"
+
+
+class Note(BaseModel):
+    """A tier-2 long-term item about a user. `slot` decides what replaces what."""
+
+    id: str
+    user_id: str
+    kind: NoteKind
+    text: str
+    slot: str
+    valid_at: datetime
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
+    source_episode_ids: list[str] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def current(self) -> bool:
+        return self.invalid_at is None
+
+
+class Entity(BaseModel):
+    id: str
+    user_id: str
+    name: str
+    type: str = "Thing"
+    aliases: list[str] = Field(default_factory=list)
+    is_user: bool = False
+
+
+class Relation(BaseModel):
+    """A directed, typed edge between two entities, with the sentence that supports it."""
+
+    id: str
+    user_id: str
+    source_id: str
+    target_id: str
+    predicate: str
+    fact: str
+    valid_at: datetime
+    invalid_at: datetime | None = None
+    source_episode_ids: list[str] = Field(default_factory=list)
+
+
+class MemoryKind(StrEnum):
+    """Kinds of points in the vector store."""
+
+    episode = "episode"
+    note = "note"
+    relation = "relation"
+
+
+class VectorRecord(BaseModel):
+    """A point to index: its id is one of our ids; text is what gets embedded."""
+
+    id: str
+    user_id: str
+    kind: MemoryKind
+    text: str
+    session_id: str | None = None
+    timestamp: datetime
+    source_ids: list[str] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class VectorHit(BaseModel):
+    id: str
+    score: float
+    kind: MemoryKind
+    text: str
+    user_id: str
+    session_id: str | None = None
+    timestamp: datetime
+    source_ids: list[str] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+def _aware(ts: datetime | None) -> datetime | None:
+    """Timestamps without a zone are taken as UTC."""
+    return ts.replace(tzinfo=UTC) if ts is not None and ts.tzinfo is None else ts
+
+
+class MessageIn(BaseModel):
+    """A message as a client sends it; `id` is the client's idempotency key."""
+
+    id: str | None = Field(None, min_length=1, max_length=256)
+    role: Role
+    content: str = Field(min_length=1)
+    name: str | None = Field(None, max_length=256)
+    timestamp: datetime | None = None
+
+    _zone = field_validator("timestamp")(_aware)
+
+
+class DocumentIn(BaseModel):
+    id: str = Field(min_length=1, max_length=256)
+    title: str | None = Field(None, max_length=1000)
+    text: str = Field(min_length=1)
+    timestamp: datetime | None = None
+
+    _zone = field_validator("timestamp")(_aware)

@@ -1,0 +1,120 @@
+"""Assembling the context block: ordered sections fitted into a token budget.
+
+Order in the block (attention favours the beginning and the end):
+summary -> long-term notes -> relevant memories -> pinned messages -> recent messages (with a gap
+marker where messages were left out) -> the current query.
+
+Budget: the query is always kept; then the recent window, pinned messages, notes, memories and the
+summary take their share, in that priority. The final text is counted again and trimmed from the
+lowest-priority items until it fits, so `tokens <= token_budget` always holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from hippograph.tokens import TokenCounter
+
+SECTION_ORDER = ("summary", "notes", "memories", "pinned", "recent", "query")
+SECTION_TITLES = {
+    "summary": "## Summary of earlier conversation",
+    "notes": "## What I know about the user (long-term notes)",
+    "memories": "## Relevant memories",
+    "pinned": "## Start of this session (pinned)",
+    "recent": "## Recent messages",
+    "query": "## Current query",
+}
+# what is dropped first when the block is over budget (first = dropped first)
+DROP_ORDER = ("summary", "memories", "notes", "pinned", "recent")
+
+
+class ContextItem(BaseModel):
+    id: str
+    section: str
+    kind: str
+    text: str
+    score: float | None = None
+    timestamp: datetime | None = None
+    provenance: list[str] = Field(default_factory=list, description="Source message/document ids.")
+    via: list[str] = Field(default_factory=list, description="Retrieval routes that found it.")
+
+
+@dataclass
+class Draft:
+    """Items per section before fitting; lines are rendered item texts."""
+
+    items: dict[str, list[ContextItem]] = field(default_factory=lambda: {s: [] for s in SECTION_ORDER})
+    gap_before_recent: int = 0
+    dated: bool = False
+
+
+def render_item(item: ContextItem, dated: bool) -> str:
+    if item.section == "query":
+        return item.text
+    stamp = ""
+    if item.timestamp is not None and (dated or item.section in ("memories", "notes")):
+        stamp = f"[{item.timestamp:%Y-%m-%d}] " if item.section != "notes" else f"(since {item.timestamp:%Y-%m-%d}) "
+    prefix = "- " if item.section in ("notes", "memories", "summary") else ""
+    return f"{prefix}{stamp}{item.text}"
+
+
+def render(draft: Draft) -> str:
+    blocks: list[str] = []
+    for section in SECTION_ORDER:
+        items = draft.items[section]
+        if not items:
+            continue
+        lines = [SECTION_TITLES[section]]
+        if section == "recent" and draft.gap_before_recent:
+            lines.append(f"[… {draft.gap_before_recent} earlier messages of this session are not shown …]")
+        lines += [render_item(i, draft.dated) for i in items]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def fit(draft: Draft, counter: TokenCounter, budget: int) -> tuple[str, int]:
+    """Trim the draft in place until its rendering fits the budget; returns (text, tokens)."""
+    shares = {"recent": 0.35, "pinned": 0.15, "notes": 0.2, "memories": 0.4, "summary": 0.1}
+    query_tokens = sum(counter.count(render_item(i, draft.dated)) for i in draft.items["query"])
+    if query_tokens > budget:  # the query alone is too long: keep its end, it holds the question
+        q = draft.items["query"][0]
+        text = q.text[-budget * 3:]
+        while counter.count(text) > budget:
+            text = text[len(text) // 10 + 1:]
+        q.text = text
+    room = max(0, budget - query_tokens)
+    for section, share in shares.items():
+        cap = int(room * share)
+        kept, used = [], 0
+        items = draft.items[section]
+        ordered = list(reversed(items)) if section == "recent" else items  # keep the newest messages
+        for item in ordered:
+            cost = counter.count(render_item(item, draft.dated)) + 1
+            if used + cost > cap and kept:
+                break
+            if used + cost > cap:
+                item.text = counter.truncate(item.text, max(0, cap - used - 8))
+                if not item.text:
+                    break
+                cost = counter.count(render_item(item, draft.dated)) + 1
+            kept.append(item)
+            used += cost
+        dropped = len(items) - len(kept)
+        draft.items[section] = list(reversed(kept)) if section == "recent" else kept
+        if section in ("recent", "pinned"):
+            draft.gap_before_recent += dropped
+    text = render(draft)
+    tokens = counter.count(text)
+    while tokens > budget:
+        section = next((s for s in DROP_ORDER if draft.items[s]), None)
+        if section is None:
+            break
+        draft.items[section].pop(0 if section == "recent" else -1)
+        if section in ("recent", "pinned"):
+            draft.gap_before_recent += 1
+        text = render(draft)
+        tokens = counter.count(text)
+    return text, tokens

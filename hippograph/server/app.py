@@ -1,0 +1,97 @@
+"""The FastAPI application: `create_app(settings)` builds it; stores open in the lifespan."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from hippograph.config import Settings
+from hippograph.errors import (
+    BackendUnavailable,
+    ConfigurationError,
+    Conflict,
+    HippographError,
+    InvalidInput,
+    NotFound,
+)
+from hippograph.server.limits import BodySizeLimit
+from hippograph.server.routers import graph, health, memories, users
+from hippograph.service import Hippograph
+
+log = logging.getLogger("hippograph.server")
+
+STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 422, BackendUnavailable: 503, ConfigurationError: 503}
+
+
+def _status(exc: HippographError) -> int:
+    return next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+        parts.append(f"{loc or 'body'}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts[:10])
+
+
+def create_app(settings: Settings | None = None, service: Hippograph | None = None) -> FastAPI:
+    """An app over `service` if given, else over the backends the settings name."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from hippograph.wiring import build
+
+        svc = service or build(settings)
+        await run_in_threadpool(svc.open)
+        app.state.service = svc
+        try:
+            yield
+        finally:
+            app.state.service = None
+            await run_in_threadpool(svc.close)
+
+    app = FastAPI(
+        title="Hippograph",
+        version="0.1.0",
+        description="Memory server for LLM agents: knowledge graph + vector memory + query planner.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+
+    @app.exception_handler(HippographError)
+    async def _domain_error(_: Request, exc: HippographError) -> JSONResponse:
+        code = _status(exc)
+        if code >= 500:
+            log.error("request failed: %s", exc)
+        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(
+            {"error": "InvalidInput", "detail": _validation_message(exc), "errors": _safe_errors(exc)},
+            status_code=422,
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return JSONResponse({"error": "InternalError", "detail": "unexpected server error; see the server log"},
+                            status_code=500)
+
+    for router in (health.router, memories.router, users.router, graph.router):
+        app.include_router(router)
+    return app
+
+
+def _safe_errors(exc: RequestValidationError) -> list[dict]:
+    """Validation errors without echoing the (possibly huge) input back."""
+    return [{"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")} for e in exc.errors()[:20]]

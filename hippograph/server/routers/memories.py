@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from hippograph.ingest import IngestResult
+from hippograph.server.deps import Service
+from hippograph.server.schemas import ContextRequest, MemoriesRequest, SearchRequest
+from hippograph.service import ContextResult, SearchHit
+
+router = APIRouter(prefix="/v1", tags=["memories"])
+
+
+@router.post("/memories", response_model=IngestResult)
+def add_memories(body: MemoriesRequest, service: Service) -> IngestResult:
+    """Store messages and/or documents. Client ids are idempotency keys: a retried id is stored once."""
+    return service.remember(body.user_id, body.session_id, body.agent_id, body.messages, body.documents,
+                            body.metadata)
+
+
+@router.post("/context", response_model=ContextResult)
+def context(body: ContextRequest, service: Service) -> ContextResult:
+    """The ordered context block for the next turn, fitted to the token budget."""
+    return service.context(body.user_id, body.query, body.session_id, body.token_budget, body.plan)
+
+
+@router.post("/search", response_model=list[SearchHit])
+def search(body: SearchRequest, service: Service) -> list[SearchHit]:
+    """Ranked memories (hybrid dense + lexical) with score, text and provenance."""
+    return service.search(body.user_id, body.query, body.limit)

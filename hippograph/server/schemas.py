@@ -1,0 +1,77 @@
+"""Request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hippograph.models import DocumentIn, MessageIn
+
+Id = Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MessageBody(MessageIn, Strict):
+    pass
+
+
+class DocumentBody(DocumentIn, Strict):
+    pass
+
+
+class MemoriesRequest(Strict):
+    user_id: str = Id
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+    agent_id: str | None = Field(None, min_length=1, max_length=256)
+    messages: list[MessageBody] = Field(default_factory=list, max_length=2000)
+    documents: list[DocumentBody] = Field(default_factory=list, max_length=200)
+    metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _something_to_store(self) -> MemoriesRequest:
+        if not self.messages and not self.documents:
+            raise ValueError("nothing to store: give at least one of `messages` or `documents`")
+        return self
+
+
+class ContextRequest(Strict):
+    user_id: str = Id
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+    query: str = Field(min_length=1, max_length=20_000)
+    token_budget: int | None = Field(None, ge=64, le=200_000)
+    plan: str | None = Field(None, description="Force a plan: single_hop, multi_hop, temporal or profile.")
+
+
+class SearchRequest(Strict):
+    user_id: str = Id
+    query: str = Field(min_length=1, max_length=20_000)
+    limit: int = Field(10, ge=1, le=100)
+
+
+class EntityOut(BaseModel):
+    id: str
+    name: str
+    type: str
+    is_user: bool = False
+
+
+class RelationOut(BaseModel):
+    id: str
+    source_id: str
+    target_id: str
+    predicate: str
+    fact: str
+    valid_at: str
+    invalid_at: str | None = None
+    source_episode_ids: list[str]
+
+
+class NeighborsOut(BaseModel):
+    entity_id: str
+    depth: int
+    entities: list[EntityOut]
+    relations: list[RelationOut]

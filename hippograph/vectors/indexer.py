@@ -1,0 +1,38 @@
+"""The index over the system of record: embeds records (dense + lexical) and queries the vector store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hippograph.models import VectorHit, VectorRecord
+from hippograph.vectors.base import Embedder, VectorFilter, VectorStore
+from hippograph.vectors.lexical import SparseEncoder
+
+
+class Indexer:
+    def __init__(self, store: VectorStore, embedder: Embedder, sparse: SparseEncoder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.sparse = sparse
+
+    def index(self, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        texts = [r.text for r in records]
+        dense = self.embedder.embed(texts)
+        self.store.upsert(records, dense, [self.sparse.document(t) for t in texts])
+
+    def search(
+        self, flt: VectorFilter, query: str, limit: int, mode: str = "hybrid",
+        dense_vector: Sequence[float] | None = None,
+    ) -> list[VectorHit]:
+        """mode: hybrid (dense + lexical fused by reciprocal rank), dense or lexical."""
+        dense = None
+        if mode in ("hybrid", "dense"):
+            dense = dense_vector if dense_vector is not None else self.embedder.embed([query])[0]
+        sparse = self.sparse.query(query) if mode in ("hybrid", "lexical") else None
+        if sparse is not None and not sparse.indices:
+            sparse = None
+            if dense is None:
+                return []
+        return self.store.query(flt, limit, dense=dense, sparse=sparse)

@@ -1,0 +1,67 @@
+"""The only code that turns settings into concrete backends."""
+
+from __future__ import annotations
+
+from hippograph.config import Settings
+from hippograph.extraction.base import Extractor
+from hippograph.graph.base import GraphStore
+from hippograph.service import Hippograph
+from hippograph.tokens import get_counter
+from hippograph.vectors.base import Embedder, VectorStore
+from hippograph.vectors.indexer import Indexer
+from hippograph.vectors.lexical import SparseEncoder
+
+
+def build_graph(settings: Settings) -> GraphStore:
+    from hippograph.graph.sqlite_store import SqliteGraphStore
+
+    match settings.graph.backend:
+        case "embedded":
+            return SqliteGraphStore(settings.data_dir / "graph.sqlite3")
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    from hippograph.vectors.embedders import Model2VecEmbedder, OnnxMiniLMEmbedder
+
+    cfg = settings.embeddings
+    match cfg.backend:
+        case "minilm-onnx":
+            return OnnxMiniLMEmbedder(model_path=cfg.model_path, threads=cfg.threads)
+        case "model2vec":
+            return Model2VecEmbedder(cfg.model_path)
+
+
+def build_vectors(settings: Settings, dim: int) -> VectorStore:
+    cfg = settings.vectors
+    match cfg.backend:
+        case "edge":
+            from hippograph.vectors.edge_store import EdgeVectorStore
+
+            return EdgeVectorStore(settings.data_dir / "vectors", dim)
+        case "qdrant":
+            from hippograph.vectors.qdrant_store import QdrantVectorStore
+
+            kwargs = {"url": cfg.url, "api_key": cfg.api_key} if cfg.url else {"path": str(cfg.path)}
+            return QdrantVectorStore(kwargs, cfg.collection, dim)
+
+
+def build_extractor(settings: Settings) -> Extractor:
+    from hippograph.extraction.spacy_extractor import SpacyExtractor
+
+    match settings.extraction.backend:
+        case "spacy":
+            return SpacyExtractor(settings.extraction.spacy_model)
+
+
+def build(settings: Settings) -> Hippograph:
+    """A Hippograph over the configured backends. Nothing is opened here: call `open()`."""
+    embedder = build_embedder(settings)
+    indexer = Indexer(build_vectors(settings, embedder.dim), embedder, SparseEncoder())
+    return Hippograph(
+        graph=build_graph(settings),
+        indexer=indexer,
+        extractor=build_extractor(settings),
+        counter=get_counter(settings.context.tokenizer),
+        context=settings.context,
+        tool_output_chars=settings.tool_output_chars,
+    )
