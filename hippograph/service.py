@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from hippograph.config import ContextSettings
-from hippograph.errors import NotFound
+from hippograph.errors import InvalidInput, NotFound
 from hippograph.extraction.base import Extractor
 from hippograph.graph.base import GraphStore, Subgraph
 from hippograph.ingest import (
@@ -63,13 +63,14 @@ class SearchHit(BaseModel):
 class Hippograph:
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, counter: TokenCounter,
-        context: ContextSettings, tool_output_chars: int = 500,
+        context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
         self.extractor = extractor
         self.counter = counter
         self.context_settings = context
+        self.max_content_chars = max_content_chars
         self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars)
         self.retriever = Retriever(graph, indexer)
         self._ready = threading.Event()
@@ -130,6 +131,14 @@ class Hippograph:
         self, user_id: str, session_id: str | None = None, agent_id: str | None = None,
         messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = (), metadata: dict | None = None,
     ) -> IngestResult:
+        limit = self.max_content_chars
+        for field_name, items, attr in (("messages", messages, "content"), ("documents", documents, "text")):
+            for i, item in enumerate(items):
+                if len(getattr(item, attr)) > limit:
+                    raise InvalidInput(
+                        f"{field_name}[{i}].{attr}: {len(getattr(item, attr))} characters is over the limit of "
+                        f"{limit} (HIPPOGRAPH_MAX_CONTENT_CHARS); split it into several messages or documents"
+                    )
         return self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
 
     def forget_user(self, user_id: str) -> None:

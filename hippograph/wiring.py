@@ -64,4 +64,5 @@ def build(settings: Settings) -> Hippograph:
         counter=get_counter(settings.context.tokenizer),
         context=settings.context,
         tool_output_chars=settings.tool_output_chars,
+        max_content_chars=settings.max_content_chars,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -43,7 +43,9 @@ class ContextRequest(Strict):
     session_id: str | None = Field(None, min_length=1, max_length=256)
     query: str = Field(min_length=1, max_length=20_000)
     token_budget: int | None = Field(None, ge=64, le=200_000)
-    plan: str | None = Field(None, description="Force a plan: single_hop, multi_hop, temporal or profile.")
+    plan: Literal["single_hop", "multi_hop", "temporal", "profile"] | None = Field(
+        None, description="Force a plan instead of letting the planner choose."
+    )
 
 
 class SearchRequest(Strict):

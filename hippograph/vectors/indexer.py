@@ -20,7 +20,7 @@ class Indexer:
             return
         texts = [r.text for r in records]
         dense = self.embedder.embed(texts)
-        self.store.upsert(records, dense, [self.sparse.document(t) for t in texts])
+        self.store.upsert(records, dense, self.sparse.encode_documents(texts))
 
     def search(
         self, flt: VectorFilter, query: str, limit: int, mode: str = "hybrid",
@@ -30,7 +30,7 @@ class Indexer:
         dense = None
         if mode in ("hybrid", "dense"):
             dense = dense_vector if dense_vector is not None else self.embedder.embed([query])[0]
-        sparse = self.sparse.query(query) if mode in ("hybrid", "lexical") else None
+        sparse = self.sparse.encode_query(query) if mode in ("hybrid", "lexical") else None
         if sparse is not None and not sparse.indices:
             sparse = None
             if dense is None:
