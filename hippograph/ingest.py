@@ -48,8 +48,10 @@ class NoteChange(BaseModel):
 
 
 class IngestResult(BaseModel):
-    stored: list[str] = Field(default_factory=list, description="Ids of new episodes.")
-    duplicates: list[str] = Field(default_factory=list, description="Ids already stored (idempotent retry).")
+    stored: list[str] = Field(
+        default_factory=list, description="Newly stored messages/documents: the client's ids, else ours."
+    )
+    duplicates: list[str] = Field(default_factory=list, description="Ids already stored (an idempotent retry).")
     notes: list[NoteChange] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list)
     relations: list[str] = Field(default_factory=list)
@@ -129,8 +131,8 @@ class Ingestor:
             added = self.graph.add_episodes(episodes)
             added_ids = {e.id for e in added}
             result = IngestResult(
-                stored=[e.id for e in added],
-                duplicates=list(dict.fromkeys(e.id for e in episodes if e.id not in added_ids)),
+                stored=list(dict.fromkeys(e.client_id or e.id for e in added)),
+                duplicates=list(dict.fromkeys(e.client_id or e.id for e in episodes if e.id not in added_ids)),
             )
             if added:
                 self._process(added, result)

@@ -227,7 +227,7 @@ class Hippograph:
                                     for n in notes]
             shown = {e.id for e in pinned + recent} | {n.id for n in notes}
             cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
-            draft.items["memories"] = [self._memory_item(user_id, c) for c in cands if c.id not in shown]
+            draft.items["memories"] = [self._memory_item(user_id, c) for c in _dedupe(cands, shown)]
         draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]
         text, tokens = fit(draft, self.counter, budget)
         items = [i for s in draft.items.values() for i in s]
@@ -256,3 +256,20 @@ class Hippograph:
                                          text=f"{e.name or e.role.value}: {first}", timestamp=e.timestamp,
                                          provenance=[e.client_id or e.id]))
         return items[:8]
+
+
+def _dedupe(cands: list[Candidate], shown: set[str]) -> list[Candidate]:
+    """Drop what the block already says: items shown elsewhere, repeated texts, and relation facts
+    found by vector recall whose source messages are already in the block (graph facts stay: their
+    structure is what a multi-hop question needs)."""
+    episodes = shown | {c.id for c in cands if c.kind == MemoryKind.episode.value}
+    out: list[Candidate] = []
+    texts: set[str] = set()
+    for c in cands:
+        if c.id in shown or c.text.lower() in texts:
+            continue
+        if c.kind == MemoryKind.relation.value and "graph" not in c.via and set(c.source_ids) <= episodes:
+            continue
+        texts.add(c.text.lower())
+        out.append(c)
+    return out

@@ -65,7 +65,8 @@ class Retriever:
         trace: dict = {}
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode, MemoryKind.relation, MemoryKind.note])
         hits = self.indexer.search(flt, query, plan.recall_limit + len(exclude_ids), mode=plan.recall_mode)
-        vector = [_from_hit(h, plan.recall_mode) for h in hits if h.id not in exclude_ids][: plan.recall_limit]
+        hits = [h for h in hits if h.id not in exclude_ids][: plan.recall_limit]
+        vector = self._candidates(hits, plan.recall_mode)
         trace["hybrid_recall"] = len(vector)
         lists = [vector]
         if plan.graph:
@@ -74,6 +75,28 @@ class Retriever:
             trace["graph_facts"] = len(graph_cands)
             lists.append(graph_cands)
         return rrf(lists), trace
+
+    def _candidates(self, hits: list[VectorHit], route: str) -> list[Candidate]:
+        """Vector hits as candidates; relation hits are shown as named triples with their sentence."""
+        rels = {r.id: r for r in self.graph.get_relations([h.id for h in hits if h.kind == MemoryKind.relation])}
+        names = self._names({x for r in rels.values() for x in (r.source_id, r.target_id)})
+        out = []
+        for h in hits:
+            if h.id in rels:
+                c = _from_relation(rels[h.id], names, route)
+                c.score = h.score
+                out.append(c)
+            else:
+                out.append(_from_hit(h, route))
+        return out
+
+    def _names(self, entity_ids: set[str]) -> dict[str, str]:
+        names = {}
+        for eid in entity_ids:
+            ent = self.graph.get_entity(eid)
+            if ent is not None:
+                names[eid] = "the user" if ent.is_user else ent.name
+        return names
 
     def link_entities(self, user_id: str, query: str) -> list[Entity]:
         """Entities of the user's graph whose name occurs in the query (longest n-grams first)."""
@@ -108,11 +131,7 @@ class Retriever:
             near.update(e.id for e in sub.entities)
         keep = [eid for eid in ranked if eid in near] or list(dict.fromkeys(seed_ids))
         rels = self.graph.relations_of(user_id, keep)
-        names = {}
-        for eid in {x for r in rels for x in (r.source_id, r.target_id)}:
-            ent = self.graph.get_entity(eid)
-            if ent is not None:
-                names[eid] = ent.name
+        names = self._names({x for r in rels for x in (r.source_id, r.target_id)})
         order = {eid: i for i, eid in enumerate(keep)}
         rels.sort(key=lambda r: min(order.get(r.source_id, 99), order.get(r.target_id, 99)))
         return [_from_relation(r, names, "graph") for r in rels[: plan.graph_limit]], seeds

