@@ -16,7 +16,7 @@ from typing import Any
 from hippograph.errors import InvalidInput
 from hippograph.models import DocumentIn, MessageIn, Role
 
-_LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.I)
+_LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
 
 
 @dataclass

@@ -16,8 +16,8 @@ from hippograph.errors import InvalidInput, NotFound
 from hippograph.extraction.base import Extractor
 from hippograph.graph.base import GraphStore, Subgraph
 from hippograph.ingest import (
-    IngestResult,
     Ingestor,
+    IngestResult,
     episode_record,
     episode_text,
     note_record,

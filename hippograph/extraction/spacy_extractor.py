@@ -49,7 +49,7 @@ LIGHT_VERBS = word_set("have get do make take give")
 _ABSOLUTE_DATE = re.compile(  # dates worth a node: "May 5", "2019", "5/12"; not "yesterday", "last week"
     r"\b((1[5-9]\d\d|20\d\d)s?|\d{1,2}[/.-]\d{1,2}([/.-]\d{2,4})?)\b|\b(jan(uary)?|feb(ruary)?|"
     r"mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _TRIM_DEPS = word_set("det poss predet punct cc nummod case neg prep advmod")
 Argument = tuple[Parts, tuple[str, ...], "Token"]  # predicate parts, verbs passed through, object
@@ -370,7 +370,7 @@ def _chunk_name(tok: Token) -> str:
 
 
 def _clean(name: str) -> str:
-    name = re.sub(r"^(the|a|an)\s+", "", name.strip(), flags=re.I)
+    name = re.sub(r"^(the|a|an)\s+", "", name.strip(), flags=re.IGNORECASE)
     return re.sub(r"('s|’s)$", "", name).strip(" \t\n\"'“”‘’.,;:!?()[]")
 
 

@@ -89,6 +89,5 @@ def normalise(name: str) -> str:
     s = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode() or name
     s = _SPACE.sub(" ", s.lower().strip(" .,;:!?'\"()[]"))
     s = _ARTICLES.sub("", s)
-    if s.endswith("'s"):
-        s = s[:-2]
+    s = s.removesuffix("'s")
     return s

@@ -58,14 +58,14 @@ PLANS = {p.name: p for p in (SINGLE_HOP, MULTI_HOP, TEMPORAL, PROFILE)}
 
 _PROFILE = re.compile(
     r"\b(about me|know about me|remember about me|my (profile|preferences|facts|details)|who am i|"
-    r"what do i (like|prefer|love|enjoy)|my favou?rite)\b", re.I)
+    r"what do i (like|prefer|love|enjoy)|my favou?rite)\b", re.IGNORECASE)
 _TEMPORAL = re.compile(
     r"\b(when|what (date|day|time|year|month)|how long (ago|since)|since when|before|after|"
-    r"last (week|month|year|time)|yesterday|ago|first time|in (19|20)\d\d)\b", re.I)
+    r"last (week|month|year|time)|yesterday|ago|first time|in (19|20)\d\d)\b", re.IGNORECASE)
 _MULTI_HOP = re.compile(
     r"\b(of the|of his|of her|of their|'s \w+'s|who (manages|leads|runs|owns|works)|"
     r"which \w+ (does|did|is|was) the|where does the \w+ of|both|and also|in common|related to|"
-    r"the same)\b", re.I)
+    r"the same)\b", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"\b\w+'s\b")
 
 

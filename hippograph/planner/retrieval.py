@@ -147,7 +147,5 @@ class Retriever:
 
 
 _STOP = frozenset(
-    "the and for who what when where which why how does did was were are is has have had with from that this "
-    "there their they them his her him she you your our its not but about into over under than then also"
-    .split()
+    ["the", "and", "for", "who", "what", "when", "where", "which", "why", "how", "does", "did", "was", "were", "are", "is", "has", "have", "had", "with", "from", "that", "this", "there", "their", "they", "them", "his", "her", "him", "she", "you", "your", "our", "its", "not", "but", "about", "into", "over", "under", "than", "then", "also"]
 )

@@ -50,6 +50,6 @@ def test_recent_window_keeps_newest_and_counts_the_gap() -> None:
 
 def test_large_budget_keeps_everything() -> None:
     d = draft(n_recent=5, n_mem=3)
-    text, tokens = fit(d, get_counter(), 50_000)
+    text, _tokens = fit(d, get_counter(), 50_000)
     assert len(d.items["memories"]) == 3 and len(d.items["recent"]) == 5
     assert "[…" not in text
