@@ -40,7 +40,6 @@ DENSE = "dense"
 LEXICAL = "lexical"
 #: The RRF constant: Qdrant's default (`Fusion.RRF` on a server and in qdrant-client's local mode).
 RRF_K = 2
-KEYWORD_FIELDS = ("user_id", "kind", "session_id")
 TIME_FIELD = "ts"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -243,6 +244,38 @@ def test_filters(store: VectorStore, case: str) -> None:
     assert set(ids_of(store.query(flt, 20, dense=unit(1, 0)))) == expected
     assert set(ids_of(store.query(flt, 20, sparse=query))) == expected
     assert set(ids_of(store.query(flt, 20, dense=unit(1, 0), sparse=query))) == expected
+
+
+def test_concurrent_writers_and_readers(store: VectorStore) -> None:
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for start in range(0, 40, 5):
+                batch = [record(f"w{n}_{i}", f"writer {n} line {i}") for i in range(start, start + 5)]
+                put(store, batch, [unit(1, n, i) for i in range(start, start + 5)])
+        except BaseException as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(30):
+                store.query(
+                    VectorFilter(user_id="u1"), 5, dense=unit(1, 1), sparse=lexical.encode_query("line")
+                )
+                store.count("u1")
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)] + [
+        threading.Thread(target=reader)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert store.count("u1") == 160
 
 
 # --- lifecycle and errors ---------------------------------------------------------------------------
