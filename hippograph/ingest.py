@@ -172,18 +172,20 @@ class Ingestor:
         user_id = episodes[0].user_id
         ex = self.extractor.extract(episodes)
         user = self.graph.ensure_user(user_id)
-        by_name = self._resolve(user_id, user, ex)
         when = {e.id: e.timestamp for e in episodes}
-        new_relations = self._relations(user_id, user, ex, by_name, when)
-        notes = self._notes(user_id, ex, when, result)
-        for ep_id, names in ex.mentions.items():
-            self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
-
         small = set(ex.small_talk)
-        self.graph.set_indexed(list(small), False)
+        stale: list[str] = []  # superseded notes and relations, to leave the index
+        with self.graph.batch():
+            by_name = self._resolve(user_id, user, ex)
+            new_relations = self._relations(user_id, user, ex, by_name, when, stale)
+            notes = self._notes(user_id, ex, when, result, stale)
+            for ep_id, names in ex.mentions.items():
+                self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
+            self.graph.set_indexed(list(small), False)
+        self.indexer.store.delete(stale)
         records = [episode_record(e) for e in episodes if e.id not in small]
-        records += [note_record(n) for n in notes]
-        records += [relation_record(r) for r in new_relations]
+        records += [note_record(n) for n in notes if n.id not in stale]
+        records += [relation_record(r) for r in new_relations if r.id not in stale]
         self.indexer.index(records)
         self.graph.mark_processed([e.id for e in episodes], ex.extractor or self.extractor.name)
         result.entities = sorted({e.name for e in by_name.values() if not e.is_user})
@@ -205,7 +207,8 @@ class Ingestor:
         return by_name
 
     def _relations(
-        self, user_id: str, user: Entity, ex: Extraction, by_name: dict[str, Entity], when: dict[str, datetime]
+        self, user_id: str, user: Entity, ex: Extraction, by_name: dict[str, Entity], when: dict[str, datetime],
+        stale: list[str],
     ) -> list[Relation]:
         new: list[Relation] = []
         for r in ex.relations:
@@ -215,7 +218,7 @@ class Ingestor:
                 old = [x.id for x in self.graph.current_relations(user_id, src.id, r.predicate)
                        if x.target_id != tgt.id]
                 self.graph.invalidate_relations(old, at)
-                self.indexer.store.delete(old)
+                stale += old
             rel = Relation(id=new_id("rel"), user_id=user_id, source_id=src.id, target_id=tgt.id,
                            predicate=r.predicate, fact=r.fact, valid_at=at, source_episode_ids=[r.episode_id])
             stored = self.graph.add_relations([rel])[0]
@@ -223,7 +226,9 @@ class Ingestor:
                 new.append(stored)
         return new
 
-    def _notes(self, user_id: str, ex: Extraction, when: dict[str, datetime], result: IngestResult) -> list[Note]:
+    def _notes(
+        self, user_id: str, ex: Extraction, when: dict[str, datetime], result: IngestResult, stale: list[str]
+    ) -> list[Note]:
         new: list[Note] = []
         for n in ex.notes:
             at = when.get(n.episode_id, utcnow())
@@ -238,7 +243,7 @@ class Ingestor:
             self.graph.add_note(note)
             if current is not None:
                 self.graph.supersede_note(current.id, note.id, at)
-                self.indexer.store.delete([current.id])
+                stale.append(current.id)
             new.append(note)
             result.notes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
                                            superseded=current.id if current else None))

@@ -7,6 +7,7 @@ store is an index over it that can be rebuilt from it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -26,6 +27,9 @@ class GraphStore(Protocol):
         """Create schema/indexes and load what is needed; raises BackendUnavailable on failure."""
 
     def close(self) -> None: ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Group the writes made inside into one transaction: all of them land, or none."""
 
     # --- users -------------------------------------------------------------------------------
     def ensure_user(self, user_id: str, name: str | None = None) -> Entity:

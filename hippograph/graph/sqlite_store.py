@@ -43,6 +43,7 @@ class SqliteGraphStore:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._graphs: dict[str, nx.MultiDiGraph] = {}
+        self._depth = 0
 
     # --- lifecycle -----------------------------------------------------------------------------
     def open(self) -> None:
@@ -73,18 +74,37 @@ class SqliteGraphStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction; nested uses (inside `batch()`) join the outer one."""
         with self._lock:
             conn = self.conn
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield conn
+                finally:
+                    self._depth -= 1
+                return
+            self._depth = 1
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 conn.execute("ROLLBACK")
+                self._graphs.clear()  # the cache may hold what was rolled back
                 raise BackendUnavailable(f"graph database write failed: {exc}") from exc
             except BaseException:
                 conn.execute("ROLLBACK")
+                self._graphs.clear()
                 raise
+            finally:
+                self._depth = 0
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group the writes made inside into one transaction (all or nothing, one fsync)."""
+        with self._tx():
+            yield
 
     def _rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         with self._lock:
