@@ -6,8 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from hippograph.config import Settings
 from hippograph.errors import HippographError
+from hippograph.service import Hippograph
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -24,17 +27,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     host, port = args.host or settings.host, args.port or settings.port
-    print(f"Hippograph on http://{host}:{port} (data in {settings.data_dir.resolve()}; API docs at /docs)",
-          file=sys.stderr)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level)
+    print(f"Hippograph: opening the stores in {settings.data_dir.resolve()} ...", file=sys.stderr)
+    service = _open(args)  # fails here, with a clear message and exit code 2, if a store cannot open
+    print(f"Hippograph on http://{host}:{port} (API docs at /docs)", file=sys.stderr)
+    uvicorn.run(create_app(settings, service=service), host=host, port=port, log_level=args.log_level)
     return 0
 
 
-def _open(args: argparse.Namespace):
+def _open(args: argparse.Namespace) -> Hippograph:
     from hippograph.wiring import build
 
     service = build(_settings(args))
-    service.open()
+    try:
+        service.open()
+    except HippographError:
+        service.close()
+        raise
     return service
 
 
@@ -126,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except HippographError as exc:
         print(f"hippograph: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()
+        )
+        print(f"hippograph: invalid configuration (HIPPOGRAPH_* variables): {problems}", file=sys.stderr)
         return 2
 
 

@@ -50,7 +50,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         from hippograph.wiring import build
 
         svc = service or build(settings)
-        await run_in_threadpool(svc.open)
+        if not svc.ready:
+            await run_in_threadpool(svc.open)
         app.state.service = svc
         try:
             yield
