@@ -102,6 +102,16 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_optimize(args: argparse.Namespace) -> int:
+    service = _open(args)
+    try:
+        changed = service.indexer.store.maintain()
+    finally:
+        service.close()
+    print("vector index optimized" if changed else "vector index already optimal")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hippograph", description="Memory server for LLM agents.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -125,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="the whole response: sections, items, plan")
     q.add_argument("--data-dir")
     q.set_defaults(func=cmd_query)
+    o = sub.add_parser("optimize", help="build the vector index (HNSW) offline, with the server stopped")
+    o.add_argument("--data-dir")
+    o.set_defaults(func=cmd_optimize)
     return p
 
 

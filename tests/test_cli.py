@@ -22,6 +22,11 @@ def test_ingest_then_query(tmp_path, capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert "Globex" in out["context"] and out["tokens"] <= out["token_budget"]
 
+    assert main(["optimize", "--data-dir", str(data)]) == 0
+    assert "vector index" in capsys.readouterr().out
+    assert main(["query", "Where does she work?", "--user", "zoe", "--data-dir", str(data)]) == 0
+    assert "Globex" in capsys.readouterr().out
+
 
 def test_bad_file_is_a_clear_error(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.json"

@@ -55,6 +55,9 @@ class VectorStore(Protocol):
 
     def close(self) -> None: ...
 
+    def maintain(self) -> bool:
+        """Build indexes and compact (may block for seconds: run it offline). True if anything changed."""
+
     def upsert(
         self, records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec]
     ) -> None:

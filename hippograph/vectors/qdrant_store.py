@@ -166,6 +166,10 @@ class QdrantVectorStore:
 
     # --- VectorStore ---------------------------------------------------------------------------
 
+    def maintain(self) -> bool:
+        """Nothing to do: a Qdrant server (and the local mode) optimizes on its own."""
+        return False
+
     def upsert(
         self, records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec]
     ) -> None:
