@@ -19,7 +19,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.models import MemoryKind, VectorHit, VectorRecord, point_id
 from hippograph.vectors.base import SparseVec, VectorFilter
-from hippograph.vectors.edge_store import (
+from hippograph.vectors.payload import (
     DENSE,
     LEXICAL,
     TIME_FIELD,

@@ -11,8 +11,9 @@ import pytest
 
 from hippograph.models import MemoryKind, VectorHit, VectorRecord
 from hippograph.vectors.base import SparseVec, VectorFilter, VectorStore
-from hippograph.vectors.edge_store import RRF_K, EdgeVectorStore, prefetch_limit
+from hippograph.vectors.edge_store import EdgeVectorStore
 from hippograph.vectors.lexical import SparseEncoder
+from hippograph.vectors.payload import RRF_K, prefetch_limit
 from hippograph.vectors.qdrant_store import QdrantVectorStore
 
 DIM = 16

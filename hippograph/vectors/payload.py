@@ -1,0 +1,82 @@
+"""How both vector stores lay out a point's payload, and the checks they share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from hippograph.errors import InvalidInput
+from hippograph.models import MemoryKind, VectorHit, VectorRecord
+from hippograph.vectors.base import SparseVec, VectorFilter
+
+DENSE = "dense"
+LEXICAL = "lexical"
+#: The RRF constant: Qdrant's default (`Fusion.RRF` on a server and in qdrant-client's local mode).
+RRF_K = 2
+TIME_FIELD = "ts"
+
+
+
+def epoch(moment: datetime) -> float:
+    """Seconds since the epoch; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def record_payload(record: VectorRecord) -> dict[str, Any]:
+    return {
+        "hid": record.id,
+        "user_id": record.user_id,
+        "kind": record.kind.value,
+        "text": record.text,
+        "session_id": record.session_id,
+        TIME_FIELD: epoch(record.timestamp),
+        "timestamp": record.timestamp.isoformat(),
+        "source_ids": list(record.source_ids),
+        "extra": dict(record.extra),
+    }
+
+
+def hit_from_payload(payload: dict[str, Any], score: float) -> VectorHit:
+    return VectorHit(
+        id=payload["hid"],
+        score=float(score),
+        kind=MemoryKind(payload["kind"]),
+        text=payload.get("text", ""),
+        user_id=payload["user_id"],
+        session_id=payload.get("session_id"),
+        timestamp=datetime.fromisoformat(payload["timestamp"]),
+        source_ids=list(payload.get("source_ids") or []),
+        extra=dict(payload.get("extra") or {}),
+    )
+
+
+def check_batch(
+    records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec], dim: int
+) -> None:
+    if not len(records) == len(dense) == len(sparse):
+        raise InvalidInput(f"{len(records)} records but {len(dense)} dense and {len(sparse)} sparse vectors")
+    for record, vector, lexical in zip(records, dense, sparse, strict=True):
+        if len(vector) != dim:
+            raise InvalidInput(f"vector of {record.id} has {len(vector)} dimensions, the store {dim}")
+        if len(lexical.indices) != len(lexical.values):
+            raise InvalidInput(f"sparse vector of {record.id} has unequal indices and values")
+
+
+def check_query(dim: int, dense: Sequence[float] | None, sparse: SparseVec | None) -> None:
+    if dense is None and sparse is None:
+        raise InvalidInput("a query needs a dense or a sparse vector")
+    if dense is not None and len(dense) != dim:
+        raise InvalidInput(f"query vector has {len(dense)} dimensions, the store {dim}")
+
+
+def matches_nothing(flt: VectorFilter) -> bool:
+    """An empty `kinds` or `ids` list admits no point (None admits all)."""
+    return (flt.kinds is not None and len(flt.kinds) == 0) or (flt.ids is not None and len(flt.ids) == 0)
+
+
+def prefetch_limit(limit: int) -> int:
+    """Candidates each side of a hybrid query contributes to the fusion."""
+    return max(4 * limit, 40)
