@@ -134,8 +134,10 @@ class Ingestor:
                 stored=list(dict.fromkeys(e.client_id or e.id for e in added)),
                 duplicates=list(dict.fromkeys(e.client_id or e.id for e in episodes if e.id not in added_ids)),
             )
-            if added:
-                self._process(added, result)
+            # what an earlier request stored but could not finish (a store failed mid-way) goes too
+            todo = self.graph.pending_episodes(user_id=user_id) if added or result.duplicates else []
+            if todo:
+                self._process(todo, result)
             return result
 
     def _check_conflicts(self, user_id: str, episodes: Sequence[Episode]) -> None:
@@ -177,7 +179,7 @@ class Ingestor:
         stale: list[str] = []  # superseded notes and relations, to leave the index
         with self.graph.batch():
             by_name = self._resolve(user_id, user, ex)
-            new_relations = self._relations(user_id, user, ex, by_name, when, stale)
+            relations = self._relations(user_id, user, ex, by_name, when, stale)
             notes = self._notes(user_id, ex, when, result, stale)
             for ep_id, names in ex.mentions.items():
                 self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
@@ -185,11 +187,11 @@ class Ingestor:
         self.indexer.store.delete(stale)
         records = [episode_record(e) for e in episodes if e.id not in small]
         records += [note_record(n) for n in notes if n.id not in stale]
-        records += [relation_record(r) for r in new_relations if r.id not in stale]
+        records += [relation_record(r) for r in relations if r.id not in stale]
         self.indexer.index(records)
         self.graph.mark_processed([e.id for e in episodes], ex.extractor or self.extractor.name)
         result.entities = sorted({e.name for e in by_name.values() if not e.is_user})
-        result.relations = [r.id for r in new_relations]
+        result.relations = list(dict.fromkeys(r.id for r in relations))
         result.skipped_small_talk = [e.client_id or e.id for e in episodes if e.id in small]
 
     def _resolve(self, user_id: str, user: Entity, ex: Extraction) -> dict[str, Entity]:
@@ -210,7 +212,8 @@ class Ingestor:
         self, user_id: str, user: Entity, ex: Extraction, by_name: dict[str, Entity], when: dict[str, datetime],
         stale: list[str],
     ) -> list[Relation]:
-        new: list[Relation] = []
+        """Store the relations; returns every one touched (new or merged), all to be (re)indexed."""
+        touched: list[Relation] = []
         for r in ex.relations:
             src, tgt = by_name[r.subject], by_name[r.object]
             at = when.get(r.episode_id, utcnow())
@@ -221,15 +224,15 @@ class Ingestor:
                 stale += old
             rel = Relation(id=new_id("rel"), user_id=user_id, source_id=src.id, target_id=tgt.id,
                            predicate=r.predicate, fact=r.fact, valid_at=at, source_episode_ids=[r.episode_id])
-            stored = self.graph.add_relations([rel])[0]
-            if stored.id == rel.id:
-                new.append(stored)
-        return new
+            touched.append(self.graph.add_relations([rel])[0])
+        return touched
 
     def _notes(
         self, user_id: str, ex: Extraction, when: dict[str, datetime], result: IngestResult, stale: list[str]
     ) -> list[Note]:
-        new: list[Note] = []
+        """Create, supersede or confirm notes; returns every one touched, all to be (re)indexed
+        (re-indexing an unchanged note is idempotent, and repairs one whose indexing failed)."""
+        touched: list[Note] = []
         for n in ex.notes:
             at = when.get(n.episode_id, utcnow())
             current = self.graph.current_note_by_slot(user_id, n.slot)
@@ -237,6 +240,7 @@ class Ingestor:
                 if n.episode_id not in current.source_episode_ids:
                     current.source_episode_ids.append(n.episode_id)
                     self.graph.add_note(current)
+                touched.append(current)
                 continue
             note = Note(id=new_id("note"), user_id=user_id, kind=n.kind, text=n.text, slot=n.slot,
                         valid_at=at, source_episode_ids=[n.episode_id])
@@ -244,10 +248,10 @@ class Ingestor:
             if current is not None:
                 self.graph.supersede_note(current.id, note.id, at)
                 stale.append(current.id)
-            new.append(note)
+            touched.append(note)
             result.notes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
                                            superseded=current.id if current else None))
-        return new
+        return touched
 
 
 def episode_record(e: Episode) -> VectorRecord:

@@ -54,8 +54,8 @@ class GraphStore(Protocol):
 
     def next_seq(self, user_id: str, session_id: str | None) -> int: ...
 
-    def pending_episodes(self, limit: int = 1000) -> list[Episode]:
-        """Episodes stored but not yet fully processed (extracted and indexed)."""
+    def pending_episodes(self, limit: int = 1000, user_id: str | None = None) -> list[Episode]:
+        """Episodes stored but not yet fully processed (extracted and indexed), oldest first."""
 
     def mark_processed(self, ids: Sequence[str], extractor: str) -> None: ...
 

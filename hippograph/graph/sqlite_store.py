@@ -177,8 +177,10 @@ class SqliteGraphStore:
         )
         return int(rows[0]["n"])
 
-    def pending_episodes(self, limit: int = 1000) -> list[Episode]:
-        rows = self._rows("SELECT * FROM episodes WHERE processed=0 ORDER BY rowid LIMIT ?", (limit,))
+    def pending_episodes(self, limit: int = 1000, user_id: str | None = None) -> list[Episode]:
+        scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
+        rows = self._rows(f"SELECT * FROM episodes WHERE processed=0 {scope} ORDER BY rowid LIMIT ?",
+                          (*params, limit))
         return [_episode(r) for r in rows]
 
     def mark_processed(self, ids: Sequence[str], extractor: str) -> None:

@@ -16,6 +16,7 @@ class Indexer:
         self.sparse = sparse
 
     def index(self, records: Sequence[VectorRecord]) -> None:
+        records = list({r.id: r for r in records}.values())  # one point per id: the last version wins
         if not records:
             return
         texts = [r.text for r in records]
