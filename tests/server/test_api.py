@@ -139,3 +139,20 @@ def test_tool_output_is_cut_to_essentials(client: TestClient) -> None:
     shown = ctx["sections"]["pinned"][0]["text"]  # the session's first message is pinned
     assert len(shown) < 700 and "cut from" in shown
     assert out["stored"]
+
+
+def test_documents_are_chunked_searchable_and_never_notes(client: TestClient) -> None:
+    text = ("Project Falcon is run by the Berlin office. " * 3 + "\n") + \
+        " ".join(f"Paragraph {i} talks about quarterly budget item {i}." for i in range(80))
+    resp = client.post("/v1/memories", json={"user_id": "docs", "documents": [
+        {"id": "handbook", "title": "Team handbook", "text": text, "timestamp": "2024-02-02T00:00:00Z"}]})
+    assert resp.status_code == 200, resp.text
+    out = resp.json()
+    assert out["stored"] == ["handbook"] and out["notes"] == []
+    hits = client.post("/v1/search", json={"user_id": "docs", "query": "Who runs Project Falcon?"}).json()
+    assert hits[0]["provenance"] == ["handbook"] and "Falcon" in hits[0]["text"]
+    assert len(hits[0]["text"]) < len(text)  # a chunk, not the whole document
+    again = client.post("/v1/memories", json={"user_id": "docs", "documents": [
+        {"id": "handbook", "title": "Team handbook", "text": text}]}).json()
+    assert again["stored"] == [] and again["duplicates"] == ["handbook"]
+    assert client.get("/v1/users/docs/profile").json()["facts"] == []
