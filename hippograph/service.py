@@ -227,7 +227,9 @@ class Hippograph:
                                     for n in notes]
             shown = {e.id for e in pinned + recent} | {n.id for n in notes}
             cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
-            draft.items["memories"] = [self._memory_item(user_id, c) for c in _dedupe(cands, shown)]
+            outdated = self._outdated_episodes(user_id)
+            draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id))
+                                       for c in _dedupe(cands, shown)]
         draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]
         text, tokens = fit(draft, self.counter, budget)
         items = [i for s in draft.items.values() for i in s]
@@ -240,10 +242,28 @@ class Hippograph:
         return ContextItem(id=e.id, section=section, kind="message", text=episode_text(e), timestamp=e.timestamp,
                            provenance=[e.client_id or e.id])
 
-    def _memory_item(self, user_id: str, c: Candidate) -> ContextItem:
+    def _memory_item(self, user_id: str, c: Candidate, outdated: str | None) -> ContextItem:
         prov = c.source_ids if c.kind == MemoryKind.episode.value else self._provenance(user_id, c.source_ids)
-        return ContextItem(id=c.id, section="memories", kind=c.kind, text=c.text, score=round(c.score, 6),
+        text = f"{c.text} [{outdated}]" if outdated else c.text
+        return ContextItem(id=c.id, section="memories", kind=c.kind, text=text, score=round(c.score, 6),
                            timestamp=c.timestamp, provenance=prov, via=c.via)
+
+    def _outdated_episodes(self, user_id: str) -> dict[str, str]:
+        """Episodes that said something since replaced, with what replaced it: shown as history, never
+        as current (a memory block must not let a stale statement pass for today's truth)."""
+        notes = {n.id: n for n in self.graph.list_notes(user_id, include_history=True)}
+        out: dict[str, str] = {}
+        for n in notes.values():
+            if n.invalid_at is not None and n.superseded_by in notes:
+                now = notes[n.superseded_by].text
+                for ep in n.source_episode_ids:
+                    out[ep] = f"outdated since {n.invalid_at:%Y-%m-%d}; now: {now}"
+        user = self.graph.ensure_user(user_id)
+        for r in self.graph.relations_of(user_id, [user.id], include_invalid=True):
+            if r.invalid_at is not None:
+                for ep in r.source_episode_ids:
+                    out.setdefault(ep, f"outdated since {r.invalid_at:%Y-%m-%d}")
+        return out
 
     def _summary(self, omitted: list[Episode]) -> list[ContextItem]:
         """An extractive digest of the messages left out of the window: the first sentence of each

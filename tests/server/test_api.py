@@ -87,6 +87,8 @@ def test_supersession_keeps_history(client: TestClient) -> None:
     ctx = client.post("/v1/context", json={"user_id": "bob", "query": "What do I manage?"}).json()
     notes = [i["text"] for i in ctx["sections"]["notes"]]
     assert any("whole country" in n for n in notes) and not any("Northwest" in n for n in notes)
+    old_said = [i["text"] for i in ctx["sections"]["memories"] if i["provenance"] == ["a"]]
+    assert old_said and all("outdated since 2024-06-01; now: Manages the whole country" in t for t in old_said)
 
 
 def test_context_window_pins_and_marks_the_gap(client: TestClient) -> None:
