@@ -158,3 +158,15 @@ def test_documents_are_chunked_searchable_and_never_notes(client: TestClient) ->
         {"id": "handbook", "title": "Team handbook", "text": text}]}).json()
     assert again["stored"] == [] and again["duplicates"] == ["handbook"]
     assert client.get("/v1/users/docs/profile").json()["facts"] == []
+
+
+def test_long_session_gets_a_summary_first(client: TestClient) -> None:
+    msgs = [{"id": f"L{i}", "role": "user" if i % 2 == 0 else "assistant",
+             "content": f"We reviewed invoice batch {i} and found {i} missing purchase orders."} for i in range(40)]
+    post(client, "long-user", "s", msgs)
+    ctx = client.post("/v1/context", json={"user_id": "long-user", "session_id": "s",
+                                           "query": "How many purchase orders were missing?",
+                                           "token_budget": 3000}).json()
+    summary = ctx["sections"]["summary"]
+    assert summary and {p for i in summary for p in i["provenance"]} <= {f"L{i}" for i in range(3, 30)}
+    assert ctx["context"].startswith("## Summary of earlier conversation")
