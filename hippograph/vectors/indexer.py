@@ -20,8 +20,9 @@ class Indexer:
         if not records:
             return
         texts = [r.text for r in records]
-        dense = self.embedder.embed(texts)
-        self.store.upsert(records, dense, self.sparse.encode_documents(texts))
+        unique = list(dict.fromkeys(texts))  # relations often share their sentence: embed it once
+        vectors = dict(zip(unique, self.embedder.embed(unique), strict=True))
+        self.store.upsert(records, [vectors[t] for t in texts], self.sparse.encode_documents(texts))
 
     def search(
         self, flt: VectorFilter, query: str, limit: int, mode: str = "hybrid",
