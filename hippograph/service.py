@@ -81,7 +81,7 @@ class Hippograph:
         self.graph.open()
         self.indexer.store.open()
         self.indexer.embedder.embed(["warm-up"])
-        getattr(self.extractor, "load", lambda: None)()
+        self.extractor.load()
         self.ingestor.process_pending()
         self.reindex_missing()
         self._ready.set()

@@ -59,4 +59,7 @@ class Extraction(BaseModel):
 class Extractor(Protocol):
     name: str
 
+    def load(self) -> object:
+        """Load models (called once at start; extract() loads lazily otherwise)."""
+
     def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction: ...
