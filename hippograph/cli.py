@@ -14,10 +14,8 @@ from hippograph.service import Hippograph
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {}
-    if getattr(args, "data_dir", None):
-        overrides["data_dir"] = Path(args.data_dir)
-    return Settings(**overrides)
+    data_dir = getattr(args, "data_dir", None)
+    return Settings(data_dir=Path(data_dir)) if data_dir else Settings()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

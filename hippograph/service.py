@@ -164,7 +164,7 @@ class Hippograph:
                 NoteKind.decision: ("decisions", "decision")}
         for n in self.graph.list_notes(user_id, include_history=include_history):
             group, field_name = keys[n.kind]
-            item = {"id": n.id, field_name: n.text, "updated": n.valid_at.isoformat(),
+            item: dict[str, object] = {"id": n.id, field_name: n.text, "updated": n.valid_at.isoformat(),
                     "source": self._provenance(user_id, n.source_episode_ids)}
             if include_history:
                 item.update(current=n.current, valid_at=n.valid_at.isoformat(),

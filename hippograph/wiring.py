@@ -28,6 +28,7 @@ def build_embedder(settings: Settings) -> Embedder:
         case "minilm-onnx":
             return OnnxMiniLMEmbedder(model_path=cfg.model_path, threads=cfg.threads)
         case "model2vec":
+            assert cfg.model_path is not None  # the settings validator requires it for model2vec
             return Model2VecEmbedder(cfg.model_path)
 
 

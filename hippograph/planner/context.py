@@ -88,7 +88,8 @@ def fit(draft: Draft, counter: TokenCounter, budget: int) -> tuple[str, int]:
     room = max(0, budget - query_tokens)
     for section, share in shares.items():
         cap = int(room * share)
-        kept, used = [], 0
+        kept: list[ContextItem] = []
+        used = 0
         items = draft.items[section]
         ordered = list(reversed(items)) if section == "recent" else items  # keep the newest messages
         for item in ordered:
@@ -109,11 +110,11 @@ def fit(draft: Draft, counter: TokenCounter, budget: int) -> tuple[str, int]:
     text = render(draft)
     tokens = counter.count(text)
     while tokens > budget:
-        section = next((s for s in DROP_ORDER if draft.items[s]), None)
-        if section is None:
+        droppable = next((s for s in DROP_ORDER if draft.items[s]), None)
+        if droppable is None:
             break
-        draft.items[section].pop(0 if section == "recent" else -1)
-        if section in ("recent", "pinned"):
+        draft.items[droppable].pop(0 if droppable == "recent" else -1)
+        if droppable in ("recent", "pinned"):
             draft.gap_before_recent += 1
         text = render(draft)
         tokens = counter.count(text)

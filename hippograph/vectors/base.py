@@ -40,7 +40,9 @@ class Embedder(Protocol):
     """Turns texts into unit-length dense vectors."""
 
     name: str
-    dim: int
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
