@@ -14,7 +14,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class GraphSettings(BaseModel):
-    backend: Literal["embedded"] = "embedded"
+    backend: Literal["embedded", "neo4j"] = "embedded"
+    uri: str | None = Field(None, description="Neo4j Bolt URI (backend=neo4j), e.g. bolt://localhost:7687.")
+    user: str | None = None
+    password: str | None = None
+    database: str = "neo4j"
+
+    @model_validator(mode="after")
+    def _neo4j_needs_a_uri(self) -> GraphSettings:
+        if self.backend == "neo4j" and not self.uri:
+            raise ValueError("graph.backend=neo4j needs HIPPOGRAPH_GRAPH__URI (e.g. bolt://localhost:7687)")
+        if self.backend == "neo4j" and bool(self.user) != bool(self.password):
+            raise ValueError("give both HIPPOGRAPH_GRAPH__USER and HIPPOGRAPH_GRAPH__PASSWORD, or neither")
+        return self
 
 
 class VectorSettings(BaseModel):

@@ -13,11 +13,17 @@ from hippograph.vectors.lexical import SparseEncoder
 
 
 def build_graph(settings: Settings) -> GraphStore:
-    from hippograph.graph.sqlite_store import SqliteGraphStore
-
-    match settings.graph.backend:
+    cfg = settings.graph
+    match cfg.backend:
         case "embedded":
+            from hippograph.graph.sqlite_store import SqliteGraphStore
+
             return SqliteGraphStore(settings.data_dir / "graph.sqlite3")
+        case "neo4j":
+            from hippograph.graph.neo4j_store import Neo4jGraphStore
+
+            assert cfg.uri is not None  # the settings validator requires it for neo4j
+            return Neo4jGraphStore(cfg.uri, user=cfg.user, password=cfg.password, database=cfg.database)
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from hippograph.errors import BackendUnavailable, InvalidInput
 from hippograph.graph.base import GraphStore
-from hippograph.graph.sqlite_store import SqliteGraphStore
+from hippograph.graph.neo4j_store import Neo4jGraphStore
 from hippograph.models import Entity, Episode, Note, NoteKind, Relation, Role, new_id
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["embedded"])
-def store(request, tmp_path) -> Iterator[GraphStore]:
-    s: GraphStore = SqliteGraphStore(tmp_path / "g.sqlite3")
+@pytest.fixture(params=["embedded", "neo4j"])
+def store(request, graph_store) -> Iterator[GraphStore]:
+    s = graph_store(request.param)
     s.open()
     yield s
     s.close()
@@ -142,13 +145,180 @@ def test_delete_user_forgets_everything_of_that_user_only(store: GraphStore) -> 
     assert store.list_notes("u2")[0].id == "u2-n"
 
 
-def test_durable_across_reopen(tmp_path) -> None:
-    s = SqliteGraphStore(tmp_path / "g.sqlite3")
+@pytest.mark.parametrize("backend", ["embedded", "neo4j"])
+def test_durable_across_reopen(backend, graph_store) -> None:
+    s = graph_store(backend)
     s.open()
     s.ensure_user("u1")
     s.add_episodes([ep("u1", 0)])
     s.close()
-    s2 = SqliteGraphStore(tmp_path / "g.sqlite3")
+    s2 = graph_store(backend, fresh=False)
     s2.open()
     assert [e.id for e in s2.session_episodes("u1", "s1")] == ["u1-ep0"]
     s2.close()
+
+
+def test_batch_is_all_or_nothing_and_reads_its_own_writes(store: GraphStore) -> None:
+    user = store.ensure_user("u1")
+    with pytest.raises(RuntimeError), store.batch():
+        a, b = store.resolve_entities("u1", [ent("u1", "Alice"), ent("u1", "Bob")])
+        store.add_relations([Relation(id="r1", user_id="u1", source_id=a.id, target_id=b.id, predicate="KNOWS",
+                                      fact="Alice knows Bob", valid_at=T0)])
+        with store.batch():  # a nested batch joins the outer one
+            store.add_note(Note(id="n1", user_id="u1", kind=NoteKind.fact, text="x", slot="s", valid_at=T0))
+        assert [r.id for r in store.current_relations("u1", a.id, "KNOWS")] == ["r1"]
+        assert store.current_note_by_slot("u1", "s").id == "n1"
+        raise RuntimeError("the ingest failed half-way")
+    assert store.find_entities("u1", None) == [user]
+    assert store.get_relations(["r1"]) == [] and store.list_notes("u1", include_history=True) == []
+    with store.batch():
+        store.resolve_entities("u1", [ent("u1", "Carol")])
+    assert [e.name for e in store.find_entities("u1", "carol")] == ["Carol"]
+
+
+def test_threads_share_one_store(store: GraphStore) -> None:
+    def work(i: int) -> None:
+        with store.batch():
+            store.ensure_user(f"t{i}")
+            store.add_episodes([ep(f"t{i}", j) for j in range(5)])
+            store.resolve_entities(f"t{i}", [ent(f"t{i}", "Alice")])
+        store.mark_processed([f"t{i}-ep{j}" for j in range(5)], "rules")
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(work, range(8)))
+    assert all(len(store.session_episodes(f"t{i}", "s1")) == 5 for i in range(8))
+    assert all([e.name for e in store.find_entities(f"t{i}", "ali")] == ["Alice"] for i in range(8))
+    assert store.pending_episodes() == []
+
+
+def test_timestamps_round_trip_with_their_offsets(store: GraphStore) -> None:
+    summer = datetime(2024, 7, 1, 9, 30, 0, 123456, tzinfo=ZoneInfo("Europe/Berlin"))
+    india = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    store.add_episodes([ep("u1", 0).model_copy(update={"timestamp": summer}),
+                        ep("u1", 1).model_copy(update={"timestamp": india})])
+    got = store.session_episodes("u1", "s1")
+    assert [e.timestamp for e in got] == [summer, india]
+    assert [e.timestamp.utcoffset() for e in got] == [timedelta(hours=2), timedelta(hours=5, minutes=30)]
+    store.add_note(Note(id="n1", user_id="u1", kind=NoteKind.fact, text="x", slot="s", valid_at=summer,
+                        created_at=india))
+    note, = store.notes_by_ids(["n1"])
+    assert note.valid_at == summer and note.created_at == india and note.invalid_at is None
+
+
+def test_resolution_upgrades_a_generic_type(store: GraphStore) -> None:
+    first, again, typed = store.resolve_entities(
+        "u1", [ent("u1", "Acme"), ent("u1", "acme"), ent("u1", "ACME", "Organization")])
+    assert first.id == again.id == typed.id
+    assert (first.type, again.type, typed.type) == ("Thing", "Thing", "Organization")
+    store.resolve_entities("u1", [ent("u1", "Acme", "Concept")])  # no way back to a generic type
+    assert store.get_entity(first.id).type == "Organization"
+
+
+def test_relation_ids_are_found_by_a_fresh_store_object(store: GraphStore, graph_store, request) -> None:
+    a, b = store.resolve_entities("u1", [ent("u1", "Alice"), ent("u1", "Bob")])
+    store.add_relations([Relation(id=f"r{i}", user_id="u1", source_id=a.id, target_id=b.id, predicate=p,
+                                  fact=f"Alice {p} Bob", valid_at=T0) for i, p in enumerate(["KNOWS", "LIKES"])])
+    store.close()
+    other = graph_store(request.node.callspec.params["store"], fresh=False)
+    other.open()
+    try:
+        assert [r.predicate for r in other.get_relations(["r1", "r0", "nope"])] == ["KNOWS", "LIKES"]
+        other.invalidate_relations(["r1"], T0 + timedelta(days=1))
+        assert [r.id for r in other.relations_of("u1", [a.id])] == ["r0"]
+        other.delete_user("u1")
+        assert other.get_relations(["r0", "r1"]) == []
+    finally:
+        other.close()
+        store.open()
+
+
+# --- the Neo4j model: what a Neo4j Browser user sees ------------------------------------------------
+@pytest.fixture
+def neo(graph_store) -> Iterator[GraphStore]:
+    s = graph_store("neo4j")
+    s.open()
+    yield s
+    s.close()
+
+
+def fill(store: GraphStore, user: str) -> tuple[Entity, Entity, Entity]:
+    me = store.ensure_user(user)
+    store.add_episodes([ep(user, 0, content="I manage the Northwest region at Acme")])
+    nw, acme = store.resolve_entities(user, [ent(user, "Northwest region", "Region"),
+                                             ent(user, "Acme", "Organization")])
+    store.add_relations([Relation(id=f"{user}-r1", user_id=user, source_id=me.id, target_id=nw.id,
+                                  predicate="MANAGES", fact="I manage the Northwest region", valid_at=T0,
+                                  source_episode_ids=[f"{user}-ep0"])])
+    store.link_mentions(f"{user}-ep0", [nw.id, acme.id])
+    for i in (1, 2):
+        store.add_note(Note(id=f"{user}-n{i}", user_id=user, kind=NoteKind.fact, text=f"fact {i}", slot="s",
+                            valid_at=T0 + timedelta(days=i), source_episode_ids=[f"{user}-ep0"]))
+    store.supersede_note(f"{user}-n1", f"{user}-n2", T0 + timedelta(days=2))
+    return me, nw, acme
+
+
+def test_neo4j_model_reads_as_a_graph(neo: GraphStore, neo4j_cypher) -> None:
+    me, nw, acme = fill(neo, "u1")
+    assert neo4j_cypher("MATCH (:User {user_id: 'u1'})-[:IS]->(e:Entity:Person {is_user: true}) "
+                        "RETURN e.id AS id") == [{"id": me.id}]
+    labels = {r["name"]: set(r["labels"]) for r in neo4j_cypher("MATCH (e:Entity) RETURN e.name AS name, "
+                                                                 "labels(e) AS labels")}
+    assert labels == {"u1": {"Entity", "Person"}, "Northwest region": {"Entity", "Region"},
+                      "Acme": {"Entity", "Organization"}}
+    rel, = neo4j_cypher("MATCH (:Entity {id: $a})-[r:MANAGES]->(:Entity {id: $b}) RETURN r {.*} AS r",
+                        a=me.id, b=nw.id)
+    assert rel["r"]["fact"] == "I manage the Northwest region" and rel["r"]["episodes"] == ["u1-ep0"]
+    assert rel["r"]["valid_at"].to_native() == T0 and rel["r"]["user_id"] == "u1"
+    mentioned = neo4j_cypher("MATCH (:Episode {id: 'u1-ep0'})-[:MENTIONS]->(e:Entity) RETURN e.id AS id")
+    assert {r["id"] for r in mentioned} == {nw.id, acme.id}
+    assert neo4j_cypher("MATCH (:User {user_id: 'u1'})-[:HAS_NOTE]->(n:Note)-[:SUPERSEDED_BY]->(m:Note)"
+                        "-[:FROM]->(e:Episode) RETURN n.id AS n, m.id AS m, e.id AS e") == [
+        {"n": "u1-n1", "m": "u1-n2", "e": "u1-ep0"}]
+    assert neo4j_cypher("MATCH (n) WHERE n.user_id IS NULL RETURN count(n) AS c") == [{"c": 0}]
+    assert neo4j_cypher("MATCH ()-[r]->() WHERE r.user_id IS NULL RETURN count(r) AS c") == [{"c": 0}]
+
+
+def test_neo4j_retyped_entity_changes_label(neo: GraphStore, neo4j_cypher) -> None:
+    neo.resolve_entities("u1", [ent("u1", "Acme")])
+    neo.resolve_entities("u1", [ent("u1", "acme", "Organization"), ent("u1", "Work of art", "WORK_OF_ART")])
+    rows = neo4j_cypher("MATCH (e:Entity) RETURN e.name AS name, labels(e) AS labels ORDER BY name")
+    assert [(r["name"], set(r["labels"])) for r in rows] == [
+        ("Acme", {"Entity", "Organization"}), ("Work of art", {"Entity"})]  # not a label: just :Entity
+
+
+def test_neo4j_rejects_predicates_that_are_not_relationship_types(neo: GraphStore, neo4j_cypher) -> None:
+    me, nw, _ = fill(neo, "u1")
+    for bad in ("MANAGES; DROP", "MANAGES]->() DETACH DELETE (n) //", "manages", "", "1ST", "A" * 51):
+        with pytest.raises(InvalidInput):
+            neo.add_relations([Relation(id=new_id("rel"), user_id="u1", source_id=me.id, target_id=nw.id,
+                                        predicate=bad, fact="x", valid_at=T0)])
+        assert neo.current_relations("u1", me.id, bad) == []
+    assert neo4j_cypher("MATCH (:Entity)-[r]->(:Entity) RETURN type(r) AS t") == [{"t": "MANAGES"}]
+
+
+def test_neo4j_relations_need_stored_ends_of_the_user(neo: GraphStore) -> None:
+    me, _, _ = fill(neo, "u1")
+    other, = neo.resolve_entities("u2", [ent("u2", "Elsewhere")])
+    for target in (other.id, "ent_missing"):
+        with pytest.raises(InvalidInput):
+            neo.add_relations([Relation(id=new_id("rel"), user_id="u1", source_id=me.id, target_id=target,
+                                        predicate="KNOWS", fact="x", valid_at=T0)])
+
+
+def test_neo4j_delete_user_leaves_nothing_of_the_user(neo: GraphStore, neo4j_cypher) -> None:
+    fill(neo, "u1")
+    fill(neo, "u2")
+    neo.delete_user("u1")
+    assert neo4j_cypher("MATCH (n {user_id: 'u1'}) RETURN count(n) AS c") == [{"c": 0}]
+    assert neo4j_cypher("MATCH ()-[r {user_id: 'u1'}]->() RETURN count(r) AS c") == [{"c": 0}]
+    assert neo4j_cypher("MATCH (n {user_id: 'u2'}) RETURN count(n) AS c") == [{"c": 7}]
+
+
+def test_neo4j_unreachable_or_missing_database_is_backend_unavailable(neo4j_test_uri: str) -> None:
+    down = Neo4jGraphStore("bolt://127.0.0.1:1")  # no I/O before open()
+    with pytest.raises(BackendUnavailable, match="cannot reach"):
+        down.open()
+    with pytest.raises(BackendUnavailable, match="not open"):
+        down.user_exists("u1")
+    with pytest.raises(BackendUnavailable, match="does not exist"):
+        Neo4jGraphStore(neo4j_test_uri, database="nosuchdb").open()
