@@ -268,6 +268,12 @@ def labels(type_: str, is_user: bool) -> list[str]:
     return out
 
 
+def caption(text: str, limit: int = 40) -> str:
+    """A node's `name`, which Neo4j Browser shows as its caption."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def entity_props(ent: Entity, norm: str) -> dict[str, Any]:
     return {"id": ent.id, "user_id": ent.user_id, "name": ent.name, "type": ent.type,
             "aliases": list(ent.aliases), "norm": norm, "is_user": ent.is_user}
@@ -275,7 +281,8 @@ def entity_props(ent: Entity, norm: str) -> dict[str, Any]:
 
 def episode_props(ep: Episode) -> dict[str, Any]:
     return {"id": ep.id, "user_id": ep.user_id, "session_id": ep.session_id, "agent_id": ep.agent_id,
-            "kind": ep.kind.value, "role": ep.role.value if ep.role else None, "name": ep.name,
+            "kind": ep.kind.value, "role": ep.role.value if ep.role else None, "speaker": ep.name,
+            "name": caption(f"{ep.name or ep.title or ep.role or ep.kind.value}: {ep.content}"),
             "title": ep.title, "content": ep.content, "client_id": ep.client_id, "ts": to_neo(ep.timestamp),
             "seq": ep.seq, "metadata": json.dumps(ep.metadata)}
 
@@ -288,6 +295,7 @@ def relation_props(rel: Relation) -> dict[str, Any]:
 
 def note_props(note: Note) -> dict[str, Any]:
     return {"id": note.id, "user_id": note.user_id, "kind": note.kind.value, "text": note.text, "slot": note.slot,
+            "name": caption(note.text),
             "valid_at": to_neo(note.valid_at), "invalid_at": to_neo(note.invalid_at),
             "superseded_by": note.superseded_by, "episodes": list(note.source_episode_ids),
             "created_at": to_neo(note.created_at)}
@@ -301,7 +309,7 @@ def to_entity(r: dict[str, Any]) -> Entity:
 def to_episode(r: dict[str, Any]) -> Episode:
     return Episode(
         id=r["id"], user_id=r["user_id"], session_id=r.get("session_id"), agent_id=r.get("agent_id"),
-        kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r.get("role") else None, name=r.get("name"),
+        kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r.get("role") else None, name=r.get("speaker"),
         title=r.get("title"), content=r["content"], client_id=r.get("client_id"), timestamp=_dt(r["ts"]),
         seq=r.get("seq", 0), metadata=json.loads(r.get("metadata") or "{}"),
     )

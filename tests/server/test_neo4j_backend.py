@@ -1,0 +1,80 @@
+"""The server on the Neo4j backend, end to end: the graph as Neo4j Browser shows it, the README's
+queries, supersession as validity intervals, and nothing left after forgetting the user."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from neo4j import Driver, GraphDatabase
+
+from hippograph.config import GraphSettings, Settings
+from hippograph.server.app import create_app
+from tests.conftest import ROOT
+
+URI = os.environ.get("HIPPOGRAPH_TEST_NEO4J_URI", "")
+
+
+@pytest.fixture
+def driver() -> Iterator[Driver]:
+    if not URI:
+        pytest.fail("HIPPOGRAPH_TEST_NEO4J_URI is not set: run the tests with scripts/test, which starts Neo4j")
+    with GraphDatabase.driver(URI, auth=None) as drv:
+        yield drv
+
+
+def cypher(driver: Driver, query: str, **params: object) -> list[dict]:
+    with driver.session(database="neo4j") as session:
+        return session.run(query, params).data()
+
+
+def readme_queries() -> list[str]:
+    block = (ROOT / "README.md").read_text().split("```cypher")[1].split("```")[0]
+    return [q.strip() for q in re.sub(r"//.*", "", block).split(";") if q.strip()]
+
+
+def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
+    user = f"alice-{uuid.uuid4().hex[:8]}"
+    settings = Settings(data_dir=tmp_path, graph=GraphSettings(backend="neo4j", uri=URI))
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/readyz").json()["graph"] == "Neo4jGraphStore"
+        for session, mid, text, ts in [
+            ("monday", "m2", "I manage the Northwest region at Acme Corp.", "2024-01-10T10:00:00Z"),
+            ("monday", "m4", "I live in Seattle and I love hiking.", "2024-01-10T10:01:00Z"),
+            ("june", "m6", "I got promoted, I now manage the whole country.", "2024-06-01T10:00:00Z"),
+        ]:
+            resp = client.post("/v1/memories", json={"user_id": user, "session_id": session, "messages": [
+                {"id": mid, "role": "user", "content": text, "timestamp": ts}]})
+            assert resp.status_code == 200, resp.text
+
+        facts = [f["fact"] for f in client.get(f"/v1/users/{user}/profile").json()["facts"]]
+        assert any("whole country" in f for f in facts) and not any("Northwest" in f for f in facts)
+
+        assert cypher(driver, "MATCH (n {user_id: $u}) WHERE n.name IS NULL RETURN n", u=user) == []
+        assert cypher(driver, "MATCH (:User {user_id: $u})-[:IS]->(e:Entity:Person) RETURN e", u=user)
+        manages = cypher(driver, "MATCH (:Entity {user_id: $u})-[r:MANAGES]->(b:Entity) "
+                                 "RETURN b.name AS target, r.valid_at AS since, r.invalid_at AS until, "
+                                 "r.episodes AS episodes ORDER BY since", u=user)
+        assert [m["target"] for m in manages] == ["Northwest region", "whole country"]
+        assert manages[0]["until"] is not None and manages[1]["until"] is None
+        assert all(m["episodes"] for m in manages)
+        mentions = cypher(driver, "MATCH (ep:Episode {user_id: $u})-[:MENTIONS]->(e:Entity) "
+                                  "RETURN DISTINCT e.name AS name", u=user)
+        assert {"Seattle", "Acme Corp"} <= {m["name"] for m in mentions}
+
+        for query in readme_queries():
+            if query.startswith(":"):
+                continue
+            rows = cypher(driver, query, user=user)
+            assert rows, f"README query returned nothing: {query}"
+
+        assert client.delete(f"/v1/users/{user}").status_code == 200
+        left = cypher(driver, "MATCH (n {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"]
+        rels = cypher(driver, "MATCH ()-[r {user_id: $u}]->() RETURN count(r) AS n", u=user)[0]["n"]
+        assert left == 0 and rels == 0
+        assert client.app.state.service.indexer.store.count(user) == 0
+        assert client.get(f"/v1/users/{user}/profile").status_code == 404
