@@ -52,3 +52,12 @@ def test_dockerfile_installs_and_serves() -> None:
     assert "pip install ." in text
     assert '"hippograph", "serve"' in text and "0.0.0.0" in text
     assert "HEALTHCHECK" in text and "/readyz" in text
+
+
+def test_production_backends_are_in_the_default_install() -> None:
+    """The image runs `pip install .` and the neo4j/qdrant backends: their clients must not hide in extras."""
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0].lower() for d in deps}
+    assert {"neo4j", "qdrant-client", "qdrant-edge-py"} <= names
