@@ -187,6 +187,7 @@ class Hippograph:
                 for h in hits]
 
     def _hit_provenance(self, user_id: str, kind: MemoryKind, source_ids: list[str]) -> list[str]:
+        """An episode's source ids are already client ids; notes and relations point at episodes."""
         return source_ids if kind == MemoryKind.episode else self._provenance(user_id, source_ids)
 
     def entities(self, user_id: str, q: str | None, limit: int = 50) -> list[Entity]:
@@ -243,7 +244,7 @@ class Hippograph:
                            provenance=[e.client_id or e.id])
 
     def _memory_item(self, user_id: str, c: Candidate, outdated: str | None) -> ContextItem:
-        prov = c.source_ids if c.kind == MemoryKind.episode.value else self._provenance(user_id, c.source_ids)
+        prov = self._hit_provenance(user_id, MemoryKind(c.kind), c.source_ids)
         text = f"{c.text} [{outdated}]" if outdated else c.text
         return ContextItem(id=c.id, section="memories", kind=c.kind, text=text, score=round(c.score, 6),
                            timestamp=c.timestamp, provenance=prov, via=c.via)

@@ -73,6 +73,10 @@ def _edge_filter(flt: VectorFilter) -> qe.Filter:
     return qe.Filter(must=must, must_not=must_not or None)
 
 
+def _only_user(user_id: str) -> qe.Filter:
+    return qe.Filter(must=[qe.FieldCondition("user_id", match=qe.MatchValue(user_id))])
+
+
 def _native(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -317,7 +321,7 @@ class EdgeVectorStore:
             self._delete_points([point_id(i) for i in dict.fromkeys(ids)])
 
     def delete_user(self, user_id: str) -> None:
-        only_user = qe.Filter(must=[qe.FieldCondition("user_id", match=qe.MatchValue(user_id))])
+        only_user = _only_user(user_id)
         page = qe.ScrollRequest(limit=1000, filter=only_user, with_payload=False, with_vector=False)
         with self._lock:
             for _ in range(self.count(user_id) // 1000 + 1):
@@ -331,9 +335,7 @@ class EdgeVectorStore:
             self._write(qe.UpdateOperation.delete_points_by_filter(only_user))  # whatever is left
 
     def count(self, user_id: str | None = None) -> int:
-        condition = None
-        if user_id is not None:
-            condition = qe.Filter(must=[qe.FieldCondition("user_id", match=qe.MatchValue(user_id))])
+        condition = _only_user(user_id) if user_id is not None else None
         with self._lock:
             shard = self._open_shard()
             try:
