@@ -1,4 +1,4 @@
-"""The `hippograph` command: serve, ingest, query."""
+"""The `hippograph` command: serve, ingest, query, optimize, bench."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from hippograph.config import Settings
-from hippograph.errors import HippographError
+from hippograph.errors import HippographError, InvalidInput
 from hippograph.service import Hippograph
 
 
@@ -110,6 +110,55 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    workdir = Path(args.workdir) if args.workdir else None
+    if args.bench == "locomo":
+        from hippograph.bench import locomo
+
+        methods = tuple(args.methods.split(",")) if args.methods else locomo.METHODS
+        unknown = [m for m in methods if m not in locomo.METHODS]
+        if unknown:
+            raise InvalidInput(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(locomo.METHODS)}")
+        locomo.run(Path(args.data), args.budget, _out(args), workdir, args.conversations, methods)
+    elif args.bench == "multihop":
+        from hippograph.bench import multihop
+
+        multihop.run(args.dataset, Path(args.questions), Path(args.corpus), _out(args), workdir, args.limit)
+    else:
+        from hippograph.bench import scale
+
+        sizes = [int(x) for x in str(args.memories).split(",") if x.strip()]
+        scale.run(sizes, args.seed, _out(args), workdir, args.queries)
+    return 0
+
+
+def _out(args: argparse.Namespace) -> Path | None:
+    return Path(args.out) if args.out else None
+
+
+def _bench_parser(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bench", help="retrieval and scale benchmarks, with baselines in the same run")
+    bs = b.add_subparsers(dest="bench", required=True)
+    lo = bs.add_parser("locomo", help="evidence recall per LoCoMo category within a token budget")
+    lo.add_argument("--data", required=True, help="a LoCoMo JSON file (list of samples)")
+    lo.add_argument("--budget", type=int, default=1000, help="tokens per context (default 1000)")
+    lo.add_argument("--conversations", type=int, help="only the first N conversations")
+    lo.add_argument("--methods", help="comma-separated subset of the methods (default: all)")
+    mh = bs.add_parser("multihop", help="passage recall@2/@5 on MuSiQue or HotpotQA (HippoRAG method)")
+    mh.add_argument("--dataset", required=True, choices=["musique", "hotpotqa"])
+    mh.add_argument("--questions", required=True)
+    mh.add_argument("--corpus", required=True)
+    mh.add_argument("--limit", type=int, help="only the first N questions")
+    sc = bs.add_parser("scale", help="ingest throughput and context latency at growing memory counts")
+    sc.add_argument("--memories", default="10000,100000", help="comma-separated sizes (default 10000,100000)")
+    sc.add_argument("--seed", type=int, default=7)
+    sc.add_argument("--queries", type=int, default=200, help="context queries per size (default 200)")
+    for parser in (lo, mh, sc):
+        parser.add_argument("--out", help="write the JSON report here")
+        parser.add_argument("--workdir", help="keep the stores here (reused by a later run) instead of a temp dir")
+    b.set_defaults(func=cmd_bench)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hippograph", description="Memory server for LLM agents.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -136,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     o = sub.add_parser("optimize", help="build the vector index (HNSW) offline, with the server stopped")
     o.add_argument("--data-dir")
     o.set_defaults(func=cmd_optimize)
+    _bench_parser(sub)
     return p
 
 

@@ -1,0 +1,1 @@
+"""Retrieval and scale benchmarks behind `hippograph bench ...`, with their baselines in the same run."""

@@ -1,0 +1,162 @@
+"""`hippograph bench locomo`: evidence recall of the context block on LoCoMo, with baselines.
+
+Each conversation is ingested as its own user through the service the server uses (session dates as
+timestamps). For every question, each method returns a context of at most `--budget` tokens, and an
+evidence turn counts only if its text is inside that context (strict containment, whitespace
+normalised). Categories: 4 single-hop, 1 multi-hop, 2 temporal, 3 open-domain; 5 (adversarial) is
+reported apart and left out of `overall`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from hippograph.bench.common import (
+    RANKED_BASELINES,
+    MethodStats,
+    bench_service,
+    command_line,
+    machine,
+    pack,
+    ranked_episodes,
+    turn_line,
+    write_report,
+)
+from hippograph.datasets import Batch, locomo_batches
+from hippograph.errors import InvalidInput
+
+CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain", 5: "adversarial"}
+SCORED = ("single-hop", "multi-hop", "temporal", "open-domain")
+COLUMNS = (*SCORED, "overall", "adversarial", "tokens_mean", "latency_p50_ms", "latency_p95_ms")
+METHODS = ("hippograph", "full-context", "sliding-window", *RANKED_BASELINES)
+WINDOW_RECENT, WINDOW_PINNED = 20, 3
+_DIA = re.compile(r"D(\d+):(\d+)")
+_SPACE = re.compile(r"\s+")
+
+
+def norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().lower()
+
+
+@dataclass
+class Question:
+    user_id: str
+    text: str
+    group: str
+    evidence: list[str]  # normalised texts of the evidence turns
+
+
+def parse_evidence(raw: object) -> list[str]:
+    """dia ids out of LoCoMo's evidence field, which has malformed entries ('D8:6; D9:17', 'D30:05')."""
+    items = raw if isinstance(raw, list) else [raw]
+    return [f"D{int(a)}:{int(b)}" for item in items for a, b in _DIA.findall(str(item))]
+
+
+def load_questions(samples: list[dict]) -> tuple[list[Question], dict[str, int]]:
+    questions: list[Question] = []
+    skipped = {"no_evidence": 0, "unknown_turn_ids": 0, "unknown_category": 0}
+    for sample in samples:
+        conv = sample["conversation"]
+        turns = {}
+        for key, value in conv.items():
+            if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
+                for t in value:
+                    if t.get("dia_id") and str(t.get("text", "")).strip():
+                        a, b = _DIA.findall(t["dia_id"])[0] if _DIA.findall(t["dia_id"]) else ("0", "0")
+                        turns[f"D{int(a)}:{int(b)}"] = norm(str(t["text"]))
+        for qa in sample.get("qa", []):
+            group = CATEGORIES.get(qa.get("category"))
+            if group is None:
+                skipped["unknown_category"] += 1
+                continue
+            ids = parse_evidence(qa.get("evidence", []))
+            known = [turns[i] for i in dict.fromkeys(ids) if i in turns]
+            skipped["unknown_turn_ids"] += len(set(ids)) - len(known)
+            if not known:
+                skipped["no_evidence"] += 1
+                continue
+            questions.append(Question(str(sample["sample_id"]), str(qa["question"]), group, known))
+    return questions, skipped
+
+
+def conversation_lines(batches: list[Batch]) -> dict[str, list[str]]:
+    """Each conversation in order, one line per turn, as the transcript baselines see it."""
+    out: dict[str, list[str]] = {}
+    for b in batches:
+        out.setdefault(b.user_id, []).extend(turn_line(f"{m.name}: {m.content}" if m.name else m.content,
+                                                       m.timestamp) for m in b.messages)
+    return out
+
+
+def recall(evidence: list[str], context: str) -> float:
+    text = norm(context)
+    return sum(1 for e in evidence if e in text) / len(evidence)
+
+
+def run(data: Path, budget: int, out: Path | None, workdir: Path | None, conversations: int | None,
+        methods: tuple[str, ...] = METHODS) -> dict:
+    try:
+        samples = json.loads(Path(data).read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"cannot read {data}: {exc}") from exc
+    if not isinstance(samples, list) or not samples or "conversation" not in samples[0]:
+        raise InvalidInput(f"{data} is not LoCoMo data (a list of samples with 'conversation')")
+    samples = samples[:conversations] if conversations else samples
+    questions, skipped = load_questions(samples)
+    stats = {m: MethodStats() for m in methods}
+    with bench_service(workdir) as service:
+        counter = service.counter
+        batches = locomo_batches(samples)
+        started = datetime.now()
+        for i, b in enumerate(batches):
+            service.remember(b.user_id, b.session_id, b.agent_id, b.messages)
+            print(f"\ringested {i + 1}/{len(batches)} sessions", end="", file=sys.stderr)
+        ingest_s = (datetime.now() - started).total_seconds()
+        print(file=sys.stderr)
+        transcripts = conversation_lines(batches)
+        for n, q in enumerate(questions):
+            lines = transcripts[q.user_id]
+            for method in methods:
+                st = stats[method]
+                if method == "hippograph":
+                    def ours(q: Question = q) -> tuple[str, int]:
+                        res = service.context(q.user_id, q.text, token_budget=budget)
+                        return res.context, res.tokens
+                    text = st.timed(ours)
+                elif method == "full-context":
+                    text = st.timed(lambda lines=lines: pack(lines, counter, budget, keep="last"))
+                elif method == "sliding-window":
+                    window = lines[:WINDOW_PINNED] + lines[max(WINDOW_PINNED, len(lines) - WINDOW_RECENT):]
+                    text = st.timed(lambda w=window: pack(w, counter, budget, keep="last"))
+                else:
+                    mode = RANKED_BASELINES[method]
+
+                    def ranked(q: Question = q, mode: str = mode) -> tuple[str, int]:
+                        hits = ranked_episodes(service, q.user_id, q.text, mode, limit=80)
+                        return pack([turn_line(h.text, h.timestamp) for h in hits], counter, budget)
+                    text = st.timed(ranked)
+                st.add(q.group, recall(q.evidence, text))
+            if (n + 1) % 25 == 0:
+                print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)
+        print(file=sys.stderr)
+    counts = {g: sum(1 for q in questions if q.group == g) for g in CATEGORIES.values()}
+    report = {
+        "benchmark": "locomo",
+        "command": command_line(),
+        "data": str(data),
+        "budget": budget,
+        "conversations": len(samples),
+        "questions": counts,
+        "skipped": skipped,
+        "ingest_s": round(ingest_s, 1),
+        "machine": machine(),
+        "metric": "evidence recall (%): evidence turns whose text is inside the returned context",
+        "results": {m: stats[m].summary([*SCORED, "adversarial"], SCORED) for m in methods},
+    }
+    write_report(report, out, COLUMNS)
+    return report
