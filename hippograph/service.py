@@ -226,11 +226,10 @@ class Hippograph:
                                                 timestamp=n.valid_at, via=["notes"],
                                                 provenance=self._provenance(user_id, n.source_episode_ids))
                                     for n in notes]
-            shown = {e.id for e in pinned + recent} | {n.id for n in notes}
+            shown = {e.id for e in pinned + recent}
             cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
             outdated = self._outdated_episodes(user_id)
-            draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id))
-                                       for c in _dedupe(cands, shown)]
+            draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id)) for c in _dedupe(cands)]
         draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]
         text, tokens = fit(draft, self.counter, budget)
         items = [i for s in draft.items.values() for i in s]
@@ -279,18 +278,12 @@ class Hippograph:
         return items[:8]
 
 
-def _dedupe(cands: list[Candidate], shown: set[str]) -> list[Candidate]:
-    """Drop what the block already says: items shown elsewhere, repeated texts, and relation facts
-    found by vector recall whose source messages are already in the block (graph facts stay: their
-    structure is what a multi-hop question needs)."""
-    episodes = shown | {c.id for c in cands if c.kind == MemoryKind.episode.value}
+def _dedupe(cands: list[Candidate]) -> list[Candidate]:
+    """One item per text: a message repeated word for word is shown once."""
     out: list[Candidate] = []
     texts: set[str] = set()
     for c in cands:
-        if c.id in shown or c.text.lower() in texts:
-            continue
-        if c.kind == MemoryKind.relation.value and "graph" not in c.via and set(c.source_ids) <= episodes:
-            continue
-        texts.add(c.text.lower())
-        out.append(c)
+        if c.text.lower() not in texts:
+            texts.add(c.text.lower())
+            out.append(c)
     return out

@@ -128,11 +128,12 @@ def run(data: Path, budget: int, out: Path | None, workdir: Path | None, convers
                         res = service.context(q.user_id, q.text, token_budget=budget)
                         return res.context, res.tokens
                     text = st.timed(ours)
-                elif method == "full-context":
-                    text = st.timed(lambda lines=lines: pack(lines, counter, budget, keep="last"))
-                elif method == "sliding-window":
-                    window = lines[:WINDOW_PINNED] + lines[max(WINDOW_PINNED, len(lines) - WINDOW_RECENT):]
-                    text = st.timed(lambda w=window: pack(w, counter, budget, keep="last"))
+                elif method in ("full-context", "sliding-window"):
+                    def transcript(lines: list[str] = lines, method: str = method) -> tuple[str, int]:
+                        if method == "sliding-window":
+                            lines = lines[:WINDOW_PINNED] + lines[max(WINDOW_PINNED, len(lines) - WINDOW_RECENT):]
+                        return pack(lines, counter, budget, keep="last")
+                    text = st.timed(transcript)
                 else:
                     mode = RANKED_BASELINES[method]
 

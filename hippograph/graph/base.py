@@ -54,6 +54,10 @@ class GraphStore(Protocol):
 
     def next_seq(self, user_id: str, session_id: str | None) -> int: ...
 
+    def next_episodes(self, user_id: str, ids: Sequence[str]) -> dict[str, Episode]:
+        """For each episode id, the episode that follows it in its session (the reply to a message)."""
+        ...
+
     def pending_episodes(self, limit: int = 1000, user_id: str | None = None) -> list[Episode]:
         """Episodes stored but not yet fully processed (extracted and indexed), oldest first."""
 
@@ -90,6 +94,10 @@ class GraphStore(Protocol):
         """Relations touching any of these entities."""
 
     def link_mentions(self, episode_id: str, entity_ids: Sequence[str]) -> None: ...
+
+    def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each entity id, the ids of the user's episodes that mention it."""
+        ...
 
     def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
         """Entities within `depth` hops (either direction) and the relations among them."""

@@ -73,6 +73,11 @@ _EP = "RETURN e {.*} AS e"
 GET_EPISODES = f"MATCH (e:Episode) WHERE e.id IN $ids AND e.user_id = $user {_EP} ORDER BY e.id"
 EPISODES_BY_IDS = f"MATCH (e:Episode) WHERE e.id IN $ids {_EP} ORDER BY e.id"
 SESSION_EPISODES = f"MATCH (e:Episode {{user_id: $user, session_id: $session}}) {_EP} ORDER BY e.seq, e.ts, e.ord"
+NEXT_EPISODES = """
+MATCH (a:Episode) WHERE a.id IN $ids AND a.user_id = $user AND a.session_id IS NOT NULL
+MATCH (e:Episode {user_id: $user, session_id: a.session_id, seq: a.seq + 1})
+RETURN a.id AS after_id, e {.*} AS e
+"""
 NEXT_SEQ = """
 MATCH (e:Episode {user_id: $user})
 WHERE e.session_id = $session OR ($session IS NULL AND e.session_id IS NULL)
@@ -153,6 +158,11 @@ MATCH (ep:Episode {id: $episode})
 UNWIND $ids AS id
 MATCH (x:Entity {id: id}) WHERE x.user_id = ep.user_id
 MERGE (ep)-[m:MENTIONS]->(x) ON CREATE SET m.user_id = ep.user_id
+"""
+MENTIONS_OF = """
+UNWIND $ids AS id
+MATCH (ep:Episode)-[:MENTIONS]->(x:Entity {id: id}) WHERE ep.user_id = $user
+RETURN x.id AS entity_id, ep.id AS episode_id ORDER BY episode_id
 """
 
 # --- traversal -----------------------------------------------------------------------------------

@@ -261,6 +261,10 @@ class Neo4jGraphStore:
     def session_episodes(self, user_id: str, session_id: str) -> list[Episode]:
         return [cy.to_episode(r["e"]) for r in self._query(cy.SESSION_EPISODES, user=user_id, session=session_id)]
 
+    def next_episodes(self, user_id: str, ids: Sequence[str]) -> dict[str, Episode]:
+        rows = self._query(cy.NEXT_EPISODES, user=user_id, ids=list(ids)) if ids else []
+        return {r["after_id"]: cy.to_episode(r["e"]) for r in rows}
+
     def next_seq(self, user_id: str, session_id: str | None) -> int:
         return int(self._query(cy.NEXT_SEQ, user=user_id, session=session_id)[0]["n"])
 
@@ -409,6 +413,12 @@ class Neo4jGraphStore:
     def link_mentions(self, episode_id: str, entity_ids: Sequence[str]) -> None:
         if entity_ids:
             self._update(cy.LINK_MENTIONS, episode=episode_id, ids=list(dict.fromkeys(entity_ids)))
+
+    def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for r in self._query(cy.MENTIONS_OF, user=user_id, ids=list(entity_ids)) if entity_ids else []:
+            out.setdefault(r["entity_id"], []).append(r["episode_id"])
+        return out
 
     # --- traversal -----------------------------------------------------------------------------
     def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS mentions (
     PRIMARY KEY (episode_id, entity_id)
 );
 CREATE INDEX IF NOT EXISTS mentions_user ON mentions(user_id);
+CREATE INDEX IF NOT EXISTS mentions_entity ON mentions(entity_id);
 CREATE TABLE IF NOT EXISTS notes (
     id            TEXT PRIMARY KEY,
     user_id       TEXT NOT NULL,

@@ -170,6 +170,16 @@ class SqliteGraphStore:
         )
         return [_episode(r) for r in rows]
 
+    def next_episodes(self, user_id: str, ids: Sequence[str]) -> dict[str, Episode]:
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT a.id AS after_id, b.* FROM episodes a JOIN episodes b ON b.user_id = a.user_id "
+            f"AND b.session_id = a.session_id AND b.seq = a.seq + 1 WHERE a.user_id=? AND a.id IN ({_marks(len(ids))})",
+            (user_id, *ids),
+        )
+        return {r["after_id"]: _episode(r) for r in rows}
+
     def next_seq(self, user_id: str, session_id: str | None) -> int:
         rows = self._rows(
             "SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM episodes WHERE user_id=? AND session_id IS ?",
@@ -317,6 +327,15 @@ class SqliteGraphStore:
                 return
             c.executemany("INSERT OR IGNORE INTO mentions(user_id,episode_id,entity_id) VALUES (?,?,?)",
                           [(row["user_id"], episode_id, eid) for eid in entity_ids])
+
+    def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        if not entity_ids:
+            return {}
+        out: dict[str, list[str]] = {}
+        for r in self._rows(f"SELECT entity_id, episode_id FROM mentions WHERE user_id=? AND entity_id IN "
+                            f"({_marks(len(entity_ids))}) ORDER BY episode_id", (user_id, *entity_ids)):
+            out.setdefault(r["entity_id"], []).append(r["episode_id"])
+        return out
 
     # --- traversal (networkx) -------------------------------------------------------------------
     def _graph(self, user_id: str) -> nx.MultiDiGraph:

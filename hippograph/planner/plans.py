@@ -15,12 +15,15 @@ class Plan:
     name: str
     description: str
     recall_mode: str = "hybrid"  # hybrid | dense | lexical
-    recall_limit: int = 12
+    recall_limit: int = 60  # messages/documents taken from the vector index
+    reply_weight: float = 0.5  # share of a question's score passed to the message that answers it
     all_notes: bool = False  # put every current note in the block (profile questions)
-    graph: bool = False  # link query entities into the graph and traverse
-    graph_depth: int = 2
-    graph_limit: int = 12
-    dated: bool = False  # render dates in front of memories and prefer dated evidence
+    notes_limit: int = 3  # notes picked by similarity when not all are shown
+    graph: bool = False  # link query entities into the graph and spread rank over it
+    graph_entities: int = 30  # entities kept from personalised PageRank
+    graph_limit: int = 30  # episodes the graph route contributes
+    graph_weight: float = 1.0  # its weight next to the hybrid recall in the fused score
+    dated: bool = False  # render dates on the session's messages too
     steps: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:
@@ -29,29 +32,28 @@ class Plan:
 
 SINGLE_HOP = Plan(
     name="single_hop",
-    description="Hybrid recall (dense + BM25, reciprocal-rank fusion) over notes, episodes and facts.",
-    steps=("notes", "hybrid_recall"),
+    description="Hybrid recall (dense + BM25, reciprocal-rank fusion) over messages and documents; the "
+    "reply to a matching question comes along.",
+    steps=("notes", "hybrid_recall", "replies"),
 )
 MULTI_HOP = Plan(
     name="multi_hop",
-    description="Hybrid recall, plus the question's entities linked into the graph and traversed "
-    "(bounded BFS and personalised PageRank); relation facts on the paths fused with the vector hits.",
+    description="Hybrid recall, plus the question's entities linked into the graph: personalised PageRank "
+    "from them ranks the messages and documents that mention the entities it reaches, fused with the vector hits.",
     graph=True,
-    steps=("notes", "hybrid_recall", "entity_linking", "graph_traversal", "rank_fusion"),
+    steps=("notes", "hybrid_recall", "entity_linking", "personalized_pagerank", "rank_fusion", "replies"),
 )
 TEMPORAL = Plan(
     name="temporal",
-    description="Hybrid recall with dates rendered on every memory, so 'when' questions find dated evidence.",
+    description="Hybrid recall with dates rendered on every message, so 'when' questions find dated evidence.",
     dated=True,
-    recall_limit=16,
-    steps=("notes", "hybrid_recall", "dates"),
+    steps=("notes", "hybrid_recall", "replies", "dates"),
 )
 PROFILE = Plan(
     name="profile",
     description="Every current long-term note about the user, plus hybrid recall.",
     all_notes=True,
-    recall_limit=6,
-    steps=("all_notes", "hybrid_recall"),
+    steps=("all_notes", "hybrid_recall", "replies"),
 )
 
 PLANS = {p.name: p for p in (SINGLE_HOP, MULTI_HOP, TEMPORAL, PROFILE)}

@@ -1,4 +1,6 @@
-"""Executes a plan: hybrid recall, entity linking, graph traversal, reciprocal-rank fusion.
+"""Executes a plan: hybrid recall of stored messages and documents, replies brought along with the
+questions they answer, and (multi-hop) the question's entities linked into the graph and spread by
+personalised PageRank onto the episodes that mention them. All routes meet in one reciprocal-rank score.
 
 Works against the store protocols only; it never knows which backend is running.
 """
@@ -6,25 +8,25 @@ Works against the store protocols only; it never knows which backend is running.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from hippograph.graph.base import GraphStore
 from hippograph.graph.schema import normalise
-from hippograph.models import Entity, MemoryKind, Note, Relation, VectorHit
+from hippograph.ingest import episode_text
+from hippograph.models import Entity, Episode, MemoryKind, Note, VectorHit
 from hippograph.planner.plans import Plan
 from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
+from hippograph.vectors.payload import RRF_K
 
-RRF_K = 60
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 
 
 @dataclass
 class Candidate:
     id: str
-    kind: str  # note | episode | relation
+    kind: str  # episode | note
     text: str
     timestamp: datetime
     source_ids: list[str]
@@ -33,26 +35,19 @@ class Candidate:
     session_id: str | None = None
 
 
-def rrf(lists: Sequence[Sequence[Candidate]], k: int = RRF_K) -> list[Candidate]:
-    """Reciprocal-rank fusion of ranked candidate lists; a candidate keeps every route that found it."""
-    fused: dict[str, Candidate] = {}
-    for ranked in lists:
-        for rank, c in enumerate(ranked):
-            got = fused.setdefault(c.id, Candidate(c.id, c.kind, c.text, c.timestamp, c.source_ids,
-                                                   session_id=c.session_id))
-            got.score += 1.0 / (k + rank + 1)
-            got.via = list(dict.fromkeys(got.via + c.via))
-    return sorted(fused.values(), key=lambda c: -c.score)
+def rank_score(rank: int) -> float:
+    """The reciprocal-rank score of a 0-based rank, with the constant the vector stores fuse with, so
+    every route adds to the hybrid score on one scale."""
+    return 1.0 / (RRF_K + rank + 1)
 
 
 def _from_hit(h: VectorHit, route: str) -> Candidate:
     return Candidate(h.id, h.kind.value, h.text, h.timestamp, h.source_ids, h.score, [route], h.session_id)
 
 
-def _from_relation(r: Relation, names: dict[str, str], route: str) -> Candidate:
-    src, tgt = names.get(r.source_id, "?"), names.get(r.target_id, "?")
-    text = f"{src} -[{r.predicate}]-> {tgt}: {r.fact}"
-    return Candidate(r.id, MemoryKind.relation.value, text, r.valid_at, r.source_episode_ids, 0.0, [route])
+def _from_episode(e: Episode, route: str) -> Candidate:
+    return Candidate(e.id, MemoryKind.episode.value, episode_text(e), e.timestamp, [e.client_id or e.id], 0.0,
+                     [route], e.session_id)
 
 
 class Retriever:
@@ -61,42 +56,47 @@ class Retriever:
         self.indexer = indexer
 
     def recall(self, plan: Plan, user_id: str, query: str, exclude_ids: set[str]) -> tuple[list[Candidate], dict]:
-        """Ranked candidates for the query, and a trace of what each step found."""
+        """The user's messages and documents ranked for the query (best first), and a trace of what
+        each step found."""
         trace: dict = {}
-        flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode, MemoryKind.relation, MemoryKind.note])
+        flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode])
         hits = self.indexer.search(flt, query, plan.recall_limit + len(exclude_ids), mode=plan.recall_mode)
-        hits = [h for h in hits if h.id not in exclude_ids][: plan.recall_limit]
-        vector = self._candidates(hits, plan.recall_mode)
-        trace["hybrid_recall"] = len(vector)
-        lists = [vector]
+        found = {h.id: _from_hit(h, plan.recall_mode) for h in hits if h.id not in exclude_ids}
+        if plan.recall_mode != "hybrid":  # dense or lexical scores are not on the fused scale
+            for rank, c in enumerate(found.values()):
+                c.score = rank_score(rank)
+        trace["recall"] = len(found)
         if plan.graph:
-            graph_cands, seeds = self._graph_candidates(plan, user_id, query, vector)
+            ranked, seeds = self.graph_episodes(plan, user_id, query, exclude_ids)
             trace["linked_entities"] = [e.name for e in seeds]
-            trace["graph_facts"] = len(graph_cands)
-            lists.append(graph_cands)
-        return rrf(lists), trace
+            trace["graph_episodes"] = len(ranked)
+            for rank, c in enumerate(ranked):
+                got = found.setdefault(c.id, c)
+                got.score += plan.graph_weight * rank_score(rank)
+                if got is not c:
+                    got.via.append("graph")
+        if plan.reply_weight:
+            trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
+        return sorted(found.values(), key=lambda c: -c.score), trace
 
-    def _candidates(self, hits: list[VectorHit], route: str) -> list[Candidate]:
-        """Vector hits as candidates; relation hits are shown as named triples with their sentence."""
-        rels = {r.id: r for r in self.graph.get_relations([h.id for h in hits if h.kind == MemoryKind.relation])}
-        names = self._names({x for r in rels.values() for x in (r.source_id, r.target_id)})
-        out = []
-        for h in hits:
-            if h.id in rels:
-                c = _from_relation(rels[h.id], names, route)
-                c.score = h.score
-                out.append(c)
-            else:
-                out.append(_from_hit(h, route))
-        return out
-
-    def _names(self, entity_ids: set[str]) -> dict[str, str]:
-        names = {}
-        for eid in entity_ids:
-            ent = self.graph.get_entity(eid)
-            if ent is not None:
-                names[eid] = "the user" if ent.is_user else ent.name
-        return names
+    def _bring_replies(self, plan: Plan, user_id: str, found: dict[str, Candidate], exclude_ids: set[str]) -> int:
+        """A message that asks something lends part of its score to the message after it: in a
+        conversation the answer follows the question, and it is the answer that holds the fact."""
+        asking = [c for c in sorted(found.values(), key=lambda c: -c.score)[: plan.recall_limit] if "?" in c.text]
+        after = self.graph.next_episodes(user_id, [c.id for c in asking])
+        brought = 0
+        for c in asking:
+            reply = after.get(c.id)
+            if reply is None or reply.id in exclude_ids or reply.kind.value != "message":
+                continue
+            got = found.get(reply.id)
+            if got is None:
+                got = found[reply.id] = _from_episode(reply, "reply")
+                brought += 1
+            elif "reply" not in got.via:
+                got.via.append("reply")
+            got.score += plan.reply_weight * c.score
+        return brought
 
     def link_entities(self, user_id: str, query: str) -> list[Entity]:
         """Entities of the user's graph whose name occurs in the query (longest n-grams first)."""
@@ -113,35 +113,32 @@ class Retriever:
                         found.setdefault(ent.id, ent)
         return list(found.values())
 
-    def _graph_candidates(
-        self, plan: Plan, user_id: str, query: str, vector: list[Candidate]
+    def graph_episodes(
+        self, plan: Plan, user_id: str, query: str, exclude_ids: set[str]
     ) -> tuple[list[Candidate], list[Entity]]:
-        seeds = self.link_entities(user_id, query)
-        seed_ids = [e.id for e in seeds]
-        # entities of the top relation hits join the seeds: their facts are what the question is near
-        top_rel_ids = [c.id for c in vector[:5] if c.kind == MemoryKind.relation.value]
-        for r in self.graph.get_relations(top_rel_ids):
-            seed_ids += [r.source_id, r.target_id]
-        if not seed_ids:
+        """Episodes ranked by the personalised PageRank of the entities they mention, seeded with the
+        entities the query names. An entity mentioned by many episodes passes each of them less (its
+        rank is shared out), so a hub such as the user does not drown the specific ones."""
+        seeds = [e for e in self.link_entities(user_id, query) if not e.is_user]
+        if not seeds:
             return [], seeds
-        ranked = [eid for eid, _ in self.graph.personalized_pagerank(user_id, seed_ids, limit=plan.graph_limit)]
-        near: set[str] = set()
-        for eid in dict.fromkeys(seed_ids):
-            sub = self.graph.neighbors(eid, depth=plan.graph_depth)
-            near.update(e.id for e in sub.entities)
-        keep = [eid for eid in ranked if eid in near] or list(dict.fromkeys(seed_ids))
-        rels = self.graph.relations_of(user_id, keep)
-        names = self._names({x for r in rels for x in (r.source_id, r.target_id)})
-        order = {eid: i for i, eid in enumerate(keep)}
-        rels.sort(key=lambda r: min(order.get(r.source_id, 99), order.get(r.target_id, 99)))
-        return [_from_relation(r, names, "graph") for r in rels[: plan.graph_limit]], seeds
+        ranked = self.graph.personalized_pagerank(user_id, [e.id for e in seeds], limit=plan.graph_entities)
+        weight = dict(ranked)
+        scores: dict[str, float] = {}
+        for eid, episode_ids in self.graph.mentions_of(user_id, list(weight)).items():
+            for ep in episode_ids:
+                if ep not in exclude_ids:
+                    scores[ep] = scores.get(ep, 0.0) + weight[eid] / len(episode_ids)
+        best = sorted(scores, key=lambda ep: -scores[ep])[: plan.graph_limit]
+        episodes = {e.id: e for e in self.graph.get_episodes(user_id, best)}
+        return [_from_episode(episodes[ep], "graph") for ep in best if ep in episodes], seeds
 
-    def relevant_notes(self, plan: Plan, user_id: str, query: str, limit: int = 6) -> list[Note]:
+    def relevant_notes(self, plan: Plan, user_id: str, query: str) -> list[Note]:
         notes = self.graph.list_notes(user_id)
-        if plan.all_notes or len(notes) <= limit:
+        if plan.all_notes or len(notes) <= plan.notes_limit:
             return notes
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note])
-        hits = self.indexer.search(flt, query, limit)
+        hits = self.indexer.search(flt, query, plan.notes_limit)
         by_id = {n.id: n for n in notes}
         return [by_id[h.id] for h in hits if h.id in by_id]
 
