@@ -34,7 +34,7 @@ from hippograph.models import (
     VectorRecord,
 )
 from hippograph.planner.context import ContextItem, Draft, fit
-from hippograph.planner.plans import PLANS, choose_plan
+from hippograph.planner.plans import PLANS, Plan, choose_plan
 from hippograph.planner.retrieval import Candidate, Retriever
 from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
@@ -199,6 +199,17 @@ class Hippograph:
             raise NotFound(f"unknown entity {entity_id!r}")
         return self.graph.neighbors(entity_id, depth=depth)
 
+    def recall(
+        self, user_id: str, query: str, plan_name: str | None = None, exclude_ids: set[str] | None = None,
+    ) -> tuple[Plan, str, list[Candidate], dict]:
+        """The plan for the query, why it was chosen, and the user's messages and documents ranked by it
+        (best first) with a trace of each step."""
+        plan, reason = _choose(query, plan_name)
+        if not self.graph.user_exists(user_id):
+            return plan, reason, [], {}
+        cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids or set())
+        return plan, reason, _dedupe(cands), trace
+
     # --- the context block ---------------------------------------------------------------------
     def context(
         self, user_id: str, query: str, session_id: str | None = None, token_budget: int | None = None,
@@ -207,7 +218,7 @@ class Hippograph:
         cfg = self.context_settings
         budget = token_budget or cfg.token_budget
         known = self.graph.user_exists(user_id)
-        plan, reason = (PLANS[plan_name], "requested") if plan_name else choose_plan(query)
+        plan, reason = _choose(query, plan_name)
         draft = Draft(dated=plan.dated)
         session = [e for e in self.graph.session_episodes(user_id, session_id)
                    if e.kind == EpisodeKind.message] if (known and session_id) else []
@@ -276,6 +287,10 @@ class Hippograph:
                                          text=f"{e.name or e.role.value}: {first}", timestamp=e.timestamp,
                                          provenance=[e.client_id or e.id]))
         return items[:8]
+
+
+def _choose(query: str, plan_name: str | None) -> tuple[Plan, str]:
+    return (PLANS[plan_name], "requested") if plan_name else choose_plan(query)
 
 
 def _dedupe(cands: list[Candidate]) -> list[Candidate]:

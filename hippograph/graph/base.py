@@ -6,7 +6,7 @@ store is an index over it that can be rebuilt from it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -78,6 +78,10 @@ class GraphStore(Protocol):
 
     def find_entities(self, user_id: str, q: str | None, limit: int = 20) -> list[Entity]: ...
 
+    def entities_named(self, user_id: str, norms: Sequence[str]) -> dict[str, list[Entity]]:
+        """Exact lookup by normalised name (see `schema.normalise`): for each norm found, its entities."""
+        ...
+
     def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
         """Insert relations; an identical current relation (same ends and predicate) only gains the
         new source episode ids. Returns the stored relations in input order."""
@@ -101,6 +105,12 @@ class GraphStore(Protocol):
 
     def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
         """Entities within `depth` hops (either direction) and the relations among them."""
+
+    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:
+        """Personalised PageRank over the user's entities and the episodes mentioning them, seeded with
+        entity and/or episode ids and weights; the best-ranked episodes that are not seeds, with their
+        scores. Dates and numbers are not entities of this graph: they would tie unrelated episodes."""
+        ...
 
     def personalized_pagerank(
         self, user_id: str, seeds: Sequence[str], limit: int = 20

@@ -29,6 +29,7 @@ SCHEMA = [
     "CREATE CONSTRAINT hg_episode_id IF NOT EXISTS FOR (e:Episode) REQUIRE e.id IS UNIQUE",
     "CREATE CONSTRAINT hg_note_id IF NOT EXISTS FOR (n:Note) REQUIRE n.id IS UNIQUE",
     "CREATE INDEX hg_entity_user IF NOT EXISTS FOR (e:Entity) ON (e.user_id)",
+    "CREATE INDEX hg_entity_norm IF NOT EXISTS FOR (e:Entity) ON (e.user_id, e.norm)",
     "CREATE INDEX hg_episode_user IF NOT EXISTS FOR (e:Episode) ON (e.user_id)",
     "CREATE INDEX hg_episode_session IF NOT EXISTS FOR (e:Episode) ON (e.user_id, e.session_id)",
     "CREATE INDEX hg_episode_processed IF NOT EXISTS FOR (e:Episode) ON (e.processed)",
@@ -103,6 +104,9 @@ MERGE (e:Entity {id: row.props.id}) ON CREATE SET e += row.props, e:$(row.labels
 RETYPE_ENTITIES = """
 UNWIND $rows AS row
 MATCH (e:Entity {id: row.id}) SET e.type = row.type REMOVE e:$(row.drop) SET e:$(row.labels)
+"""
+ENTITIES_NAMED = f"""
+MATCH (e:Entity {{user_id: $user}}) WHERE e.norm IN $norms RETURN e.norm AS hit, e {_ENTITY} AS e ORDER BY e.id
 """
 FIND_ENTITIES = f"MATCH (e:Entity {{user_id: $user}}) RETURN e {_ENTITY} AS e ORDER BY e.name, e.id LIMIT $limit"
 SEARCH_ENTITIES = f"""
@@ -184,6 +188,9 @@ CALL (nodes, user) {{
 UNWIND nodes AS e
 WITH e, rels ORDER BY e.id
 RETURN collect(e {_ENTITY}) AS ents, rels
+"""
+GRAPH_MENTIONS = """
+MATCH (ep:Episode {user_id: $user})-[:MENTIONS]->(x:Entity) WHERE NOT x.type IN $skip RETURN ep.id AS a, x.id AS b
 """
 GRAPH_NODES = "MATCH (e:Entity {user_id: $user}) RETURN e.id AS id ORDER BY e.name, e.id"
 GRAPH_EDGES = f"""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any, TypeVar
@@ -32,6 +32,7 @@ from neo4j.exceptions import ConfigurationError as DriverConfigurationError
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
+from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
 from hippograph.models import Entity, Episode, Note, Relation, stable_id
@@ -322,6 +323,12 @@ class Neo4jGraphStore:
             rows = self._query(cy.FIND_ENTITIES, user=user_id, limit=limit)
         return [cy.to_entity(r["e"]) for r in rows]
 
+    def entities_named(self, user_id: str, norms: Sequence[str]) -> dict[str, list[Entity]]:
+        out: dict[str, list[Entity]] = {}
+        for r in self._query(cy.ENTITIES_NAMED, user=user_id, norms=list(dict.fromkeys(norms))) if norms else []:
+            out.setdefault(r["hit"], []).append(cy.to_entity(r["e"]))
+        return out
+
     # --- relations -----------------------------------------------------------------------------
     def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
         for rel in relations:
@@ -442,6 +449,15 @@ class Neo4jGraphStore:
         simple.add_edges_from((a, b) for a, b, current in edges if current)
         ranks = nx.pagerank(simple, personalization={s: 1.0 for s in seeds}, max_iter=200)
         return sorted(ranks.items(), key=lambda kv: -kv[1])[:limit]
+
+    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:
+        """The user's mentions and current relations come over and are ranked as in the embedded store."""
+        mentions, edges = self._call(False, self._mention_graph, user_id)
+        return PageRankGraph(mentions, edges).rank_episodes(seeds, limit)
+
+    async def _mention_graph(self, tx: Tx, user_id: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        mentions = [(r["a"], r["b"]) for r in await _data(tx, cy.GRAPH_MENTIONS, user=user_id, skip=list(ATTRIBUTE_TYPES))]
+        return mentions, [(r["a"], r["b"]) for r in await _data(tx, cy.GRAPH_EDGES, user=user_id) if r["current"]]
 
     async def _user_graph(self, tx: Tx, user_id: str) -> tuple[list[str], list[tuple[str, str, bool]]]:
         nodes = [r["id"] for r in await _data(tx, cy.GRAPH_NODES, user=user_id)]

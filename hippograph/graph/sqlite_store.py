@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ import networkx as nx
 
 from hippograph.errors import BackendUnavailable
 from hippograph.graph.base import Subgraph
+from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import SCHEMA, normalise
 from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, stable_id
 
@@ -43,6 +44,7 @@ class SqliteGraphStore:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._graphs: dict[str, nx.MultiDiGraph] = {}
+        self._ppr: dict[str, PageRankGraph] = {}  # entities + episodes, dropped when a user's graph changes
         self._depth = 0
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -65,6 +67,7 @@ class SqliteGraphStore:
                 self._conn.close()
                 self._conn = None
             self._graphs.clear()
+            self._ppr.clear()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -92,10 +95,12 @@ class SqliteGraphStore:
             except sqlite3.Error as exc:
                 conn.execute("ROLLBACK")
                 self._graphs.clear()  # the cache may hold what was rolled back
+                self._ppr.clear()
                 raise BackendUnavailable(f"graph database write failed: {exc}") from exc
             except BaseException:
                 conn.execute("ROLLBACK")
                 self._graphs.clear()
+                self._ppr.clear()
                 raise
             finally:
                 self._depth = 0
@@ -133,6 +138,7 @@ class SqliteGraphStore:
             for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "users"):
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         self._graphs.pop(user_id, None)
+        self._ppr.pop(user_id, None)
 
     # --- episodes ------------------------------------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
@@ -267,6 +273,17 @@ class SqliteGraphStore:
             rows = self._rows("SELECT * FROM entities WHERE user_id=? ORDER BY name LIMIT ?", (user_id, limit))
         return [_entity(r) for r in rows]
 
+    def entities_named(self, user_id: str, norms: Sequence[str]) -> dict[str, list[Entity]]:
+        norms = list(dict.fromkeys(norms))
+        out: dict[str, list[Entity]] = {}
+        for i in range(0, len(norms), 500):
+            chunk = norms[i:i + 500]
+            for r in self._rows("SELECT a.norm AS hit, e.* FROM aliases a JOIN entities e ON e.id = a.entity_id "
+                                f"WHERE a.user_id=? AND a.norm IN ({_marks(len(chunk))}) ORDER BY e.id",
+                                (user_id, *chunk)):
+                out.setdefault(r["hit"], []).append(_entity(r))
+        return out
+
     # --- relations -----------------------------------------------------------------------------
     def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
         out: list[Relation] = []
@@ -294,6 +311,7 @@ class SqliteGraphStore:
         return out
 
     def _cache_edge(self, rel: Relation) -> None:
+        self._ppr.pop(rel.user_id, None)
         g = self._graphs.get(rel.user_id)
         if g is not None:
             g.add_edge(rel.source_id, rel.target_id, key=rel.id, predicate=rel.predicate,
@@ -327,6 +345,7 @@ class SqliteGraphStore:
                 return
             c.executemany("INSERT OR IGNORE INTO mentions(user_id,episode_id,entity_id) VALUES (?,?,?)",
                           [(row["user_id"], episode_id, eid) for eid in entity_ids])
+        self._ppr.pop(row["user_id"], None)
 
     def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
         if not entity_ids:
@@ -375,6 +394,21 @@ class SqliteGraphStore:
             simple.add_edges_from((u, v) for u, v, cur in g.edges(data="current") if cur)
             ranks = nx.pagerank(simple, personalization={s: 1.0 for s in seeds}, max_iter=200)
         return sorted(ranks.items(), key=lambda kv: -kv[1])[:limit]
+
+    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:
+        with self._lock:
+            graph = self._ppr.get(user_id)
+        if graph is None:
+            graph = PageRankGraph(
+                [(r["episode_id"], r["entity_id"]) for r in self._rows(
+                    "SELECT m.episode_id, m.entity_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                    f"WHERE m.user_id=? AND e.type NOT IN ({_marks(len(ATTRIBUTE_TYPES))})",
+                    (user_id, *ATTRIBUTE_TYPES))],
+                [(r["source_id"], r["target_id"]) for r in self._rows(
+                    "SELECT source_id, target_id FROM relations WHERE user_id=? AND invalid_at IS NULL", (user_id,))])
+            with self._lock:
+                self._ppr[user_id] = graph
+        return graph.rank_episodes(seeds, limit)
 
     def relations_of(self, user_id: str, entity_ids: Sequence[str], include_invalid: bool = False) -> list[Relation]:
         """Relations touching any of these entities."""

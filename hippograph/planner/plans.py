@@ -20,9 +20,10 @@ class Plan:
     all_notes: bool = False  # put every current note in the block (profile questions)
     notes_limit: int = 3  # notes picked by similarity when not all are shown
     graph: bool = False  # link query entities into the graph and spread rank over it
-    graph_entities: int = 30  # entities kept from personalised PageRank
     graph_limit: int = 30  # episodes the graph route contributes
-    graph_weight: float = 1.0  # its weight next to the hybrid recall in the fused score
+    hit_seeds: int = 5  # best vector hits that seed the PageRank next to the query's entities
+    hit_seed_weight: float = 1.0  # their weight (the best hit's) relative to one linked entity
+    graph_weight: float = 0.5  # its weight next to the hybrid recall in the fused score
     dated: bool = False  # render dates on the session's messages too
     steps: tuple[str, ...] = field(default=())
 

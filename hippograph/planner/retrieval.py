@@ -67,7 +67,8 @@ class Retriever:
                 c.score = rank_score(rank)
         trace["recall"] = len(found)
         if plan.graph:
-            ranked, seeds = self.graph_episodes(plan, user_id, query, exclude_ids)
+            hits_ranked = sorted(found.values(), key=lambda c: -c.score)
+            ranked, seeds = self.graph_episodes(plan, user_id, query, exclude_ids, hits_ranked)
             trace["linked_entities"] = [e.name for e in seeds]
             trace["graph_episodes"] = len(ranked)
             for rank, c in enumerate(ranked):
@@ -99,39 +100,43 @@ class Retriever:
         return brought
 
     def link_entities(self, user_id: str, query: str) -> list[Entity]:
-        """Entities of the user's graph whose name occurs in the query (longest n-grams first)."""
+        """Entities of the user's graph whose name (or alias) is a phrase of the query, found by exact
+        lookup of the query's normalised n-grams; longer phrases first."""
         words = _WORD.findall(query)
-        found: dict[str, Entity] = {}
+        grams: list[str] = []
         for n in (4, 3, 2, 1):
             for i in range(len(words) - n + 1):
                 gram = " ".join(words[i:i + n])
                 if n == 1 and (len(gram) < 3 or gram.lower() in _STOP):
                     continue
-                key = normalise(gram)
-                for ent in self.graph.find_entities(user_id, key, limit=5):
-                    if normalise(ent.name) == key or key in [normalise(a) for a in ent.aliases]:
-                        found.setdefault(ent.id, ent)
+                grams.append(normalise(gram))
+        named = self.graph.entities_named(user_id, grams)
+        found: dict[str, Entity] = {}
+        for key in grams:
+            for ent in named.get(key, []):
+                found.setdefault(ent.id, ent)
         return list(found.values())
 
     def graph_episodes(
-        self, plan: Plan, user_id: str, query: str, exclude_ids: set[str]
+        self, plan: Plan, user_id: str, query: str, exclude_ids: set[str], hits: list[Candidate]
     ) -> tuple[list[Candidate], list[Entity]]:
-        """Episodes ranked by the personalised PageRank of the entities they mention, seeded with the
-        entities the query names. An entity mentioned by many episodes passes each of them less (its
-        rank is shared out), so a hub such as the user does not drown the specific ones."""
+        """Episodes ranked by personalised PageRank over entities and the episodes that mention them,
+        seeded with the entities the query names and with the best vector hits (their weight scaled by
+        `plan.hit_seed_weight`): a passage linked through shared entities to both rises, which is how a
+        second hop is found that the question's words alone do not reach."""
         seeds = [e for e in self.link_entities(user_id, query) if not e.is_user]
-        if not seeds:
+        weights = {e.id: 1.0 for e in seeds}
+        top = hits[: plan.hit_seeds]
+        best = max((c.score for c in top), default=0.0)
+        for c in top:
+            if best > 0:
+                weights[c.id] = weights.get(c.id, 0.0) + plan.hit_seed_weight * c.score / best
+        if not weights:
             return [], seeds
-        ranked = self.graph.personalized_pagerank(user_id, [e.id for e in seeds], limit=plan.graph_entities)
-        weight = dict(ranked)
-        scores: dict[str, float] = {}
-        for eid, episode_ids in self.graph.mentions_of(user_id, list(weight)).items():
-            for ep in episode_ids:
-                if ep not in exclude_ids:
-                    scores[ep] = scores.get(ep, 0.0) + weight[eid] / len(episode_ids)
-        best = sorted(scores, key=lambda ep: -scores[ep])[: plan.graph_limit]
-        episodes = {e.id: e for e in self.graph.get_episodes(user_id, best)}
-        return [_from_episode(episodes[ep], "graph") for ep in best if ep in episodes], seeds
+        ranked = self.graph.rank_episodes(user_id, weights, limit=plan.graph_limit + len(exclude_ids))
+        keep = [ep for ep, _ in ranked if ep not in exclude_ids][: plan.graph_limit]
+        episodes = {e.id: e for e in self.graph.get_episodes(user_id, keep)}
+        return [_from_episode(episodes[ep], "graph") for ep in keep if ep in episodes], seeds
 
     def relevant_notes(self, plan: Plan, user_id: str, query: str) -> list[Note]:
         notes = self.graph.list_notes(user_id)

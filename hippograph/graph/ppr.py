@@ -1,0 +1,71 @@
+"""Personalised PageRank over a user's entities and the messages/documents that mention them.
+
+The graph is undirected: entity-entity edges are current relations, entity-episode edges are
+mentions. Ranking spreads a seed's weight to what it is connected to, so a passage that mentions an
+entity named in a question, or one that shares entities with the best vector hits, rises (the method
+of HippoRAG). A scipy sparse matrix makes one ranking a few sparse products: milliseconds for
+hundreds of thousands of nodes, where networkx takes seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy import sparse
+
+
+#: entity types that describe rather than identify: left out of the graph ranking
+ATTRIBUTE_TYPES = ("Date", "Quantity", "Number", "Money", "Percent", "Time", "Ordinal", "Cardinal")
+
+
+class PageRankGraph:
+    def __init__(self, mentions: Sequence[tuple[str, str]], relations: Sequence[tuple[str, str]]) -> None:
+        """mentions: (episode id, entity id); relations: (entity id, entity id).
+
+        A mention edge weighs 1/(number of episodes mentioning the entity): an episode passes its rank
+        mostly to its specific entities, not to the ones that half the corpus mentions."""
+        self.episodes = {ep for ep, _ in mentions}
+        mentions = list(dict.fromkeys(mentions))
+        df: dict[str, int] = {}
+        for _, ent in mentions:
+            df[ent] = df.get(ent, 0) + 1
+        self.nodes = list(dict.fromkeys(n for e in [*mentions, *relations] for n in e))
+        self.index = {n: i for i, n in enumerate(self.nodes)}
+        weighted: dict[tuple[int, int], float] = {}
+        for ep, ent in mentions:
+            weighted[(self.index[ep], self.index[ent])] = 1.0 / df[ent]
+        for a, b in relations:
+            if a != b:
+                weighted[(self.index[a], self.index[b])] = 1.0
+        rows = [a for a, _ in weighted] + [b for _, b in weighted]
+        cols = [b for _, b in weighted] + [a for a, _ in weighted]
+        n = len(self.nodes)
+        adj = sparse.csr_matrix((np.array([*weighted.values(), *weighted.values()]), (rows, cols)), shape=(n, n))
+        degree = np.asarray(adj.sum(axis=1)).ravel()
+        self.dangling = degree == 0
+        inv = np.divide(1.0, degree, out=np.zeros(n), where=degree > 0)
+        self.transition = (sparse.diags(inv) @ adj).T.tocsr()  # column-stochastic where degree > 0
+
+    def rank(self, seeds: Mapping[str, float], damping: float = 0.5, iterations: int = 50,
+             tolerance: float = 1e-7) -> dict[str, float]:
+        """PageRank personalised to the seeds (weights need not sum to 1); unknown seeds are ignored."""
+        p = np.zeros(len(self.nodes))
+        for node, weight in seeds.items():
+            if node in self.index and weight > 0:
+                p[self.index[node]] += weight
+        if not p.any():
+            return {}
+        p /= p.sum()
+        r = p.copy()
+        for _ in range(iterations):
+            nxt = damping * (self.transition @ r + r[self.dangling].sum() * p) + (1 - damping) * p
+            done = np.abs(nxt - r).sum() < tolerance
+            r = nxt
+            if done:
+                break
+        return {self.nodes[i]: float(r[i]) for i in np.flatnonzero(r)}
+
+    def rank_episodes(self, seeds: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
+        ranked = [(n, v) for n, v in self.rank(seeds).items() if n in self.episodes and n not in seeds]
+        return sorted(ranked, key=lambda kv: -kv[1])[:limit]
