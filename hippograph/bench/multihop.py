@@ -132,7 +132,10 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
                         hits = ranked_episodes(service, USER, q.text, mode, CANDIDATES)
                         return passages_in_order([h.source_ids for h in hits], max(KS))
                 st = stats[method]
-                ranked = st.timed(lambda r=ranker: (" ".join(r()), 0)).split()
+
+                def joined(r: Callable[[], list[str]] = ranker) -> tuple[str, int]:
+                    return " ".join(r()), 0
+                ranked = st.timed(joined).split()
                 for k in KS:
                     st.add(f"recall@{k}", len(set(ranked[:k]) & q.gold) / len(q.gold))
             print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)

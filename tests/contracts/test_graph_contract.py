@@ -101,6 +101,38 @@ def test_neighbors_and_pagerank(store: GraphStore) -> None:
     assert {r.predicate for r in store.relations_of("u1", [c.id])} == {"WORKS_IN", "HAS_OFFICE_IN"}
 
 
+def test_next_episodes_follow_within_their_session(store: GraphStore) -> None:
+    store.add_episodes([ep("u1", 0), ep("u1", 1), ep("u1", 2), ep("u1", 3, session="s2"), ep("u2", 0)])
+    after = store.next_episodes("u1", ["u1-ep0", "u1-ep2", "u1-ep3", "u2-ep0", "missing"])
+    assert {k: v.id for k, v in after.items()} == {"u1-ep0": "u1-ep1"}  # ep2 ends s1; ep3 is alone in s2
+    assert store.next_episodes("u1", []) == {}
+
+
+def test_mentions_and_exact_names_and_episode_ranking(store: GraphStore) -> None:
+    store.ensure_user("u1")
+    store.add_episodes([ep("u1", i) for i in range(4)])
+    acme, dana, lisbon, may = store.resolve_entities(
+        "u1", [ent("u1", "Acme Corp", "Organization"), ent("u1", "Dana Kim", "Person"),
+               ent("u1", "Lisbon", "Location"), ent("u1", "May 2024", "Date")])
+    store.link_mentions("u1-ep0", [acme.id, may.id])
+    store.link_mentions("u1-ep1", [acme.id, dana.id, may.id])
+    store.link_mentions("u1-ep2", [dana.id, may.id])
+    store.link_mentions("u1-ep3", [lisbon.id, may.id])
+    assert store.mentions_of("u1", [acme.id, lisbon.id, "nope"]) == {acme.id: ["u1-ep0", "u1-ep1"],
+                                                                    lisbon.id: ["u1-ep3"]}
+    assert store.mentions_of("u2", [acme.id]) == {}
+    named = store.entities_named("u1", ["acme corp", "dana kim", "nobody"])
+    assert {k: [e.id for e in v] for k, v in named.items()} == {"acme corp": [acme.id], "dana kim": [dana.id]}
+    # seeded with Acme: its episodes first, then ep2 through Dana; ep3 shares only a date, which ties nothing
+    ranked = [eid for eid, _ in store.rank_episodes("u1", {acme.id: 1.0}, limit=10)]
+    assert ranked[:2] in (["u1-ep0", "u1-ep1"], ["u1-ep1", "u1-ep0"]) and ranked[2] == "u1-ep2"
+    assert "u1-ep3" not in ranked
+    # an episode seed is not returned, what it leads to is
+    from_ep0 = [eid for eid, _ in store.rank_episodes("u1", {"u1-ep0": 1.0}, limit=10)]
+    assert from_ep0[0] == "u1-ep1" and "u1-ep0" not in from_ep0
+    assert store.rank_episodes("u1", {"unknown": 1.0}) == []
+
+
 def test_invalid_relations_leave_traversal(store: GraphStore) -> None:
     a, b = store.resolve_entities("u1", [ent("u1", "Alice"), ent("u1", "Bob")])
     r = Relation(id=new_id("rel"), user_id="u1", source_id=a.id, target_id=b.id, predicate="KNOWS",

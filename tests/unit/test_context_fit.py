@@ -53,3 +53,30 @@ def test_large_budget_keeps_everything() -> None:
     text, _tokens = fit(d, get_counter(), 50_000)
     assert len(d.items["memories"]) == 3 and len(d.items["recent"]) == 5
     assert "[…" not in text
+
+
+def test_memories_take_the_room_left_and_sit_under_their_dates() -> None:
+    counter = get_counter()
+    d = Draft()
+    d.items["memories"] = [
+        ContextItem(id=f"m{i}", section="memories", kind="episode", text=f"Dana: fact number {i}",
+                    timestamp=datetime(2024, 5, 1 + i % 3, tzinfo=UTC)) for i in range(200)]
+    d.items["query"] = [ContextItem(id="query", section="query", kind="query", text="What next?")]
+    text, tokens = fit(d, counter, 500)
+    assert 450 < tokens <= 500  # no other section: memories fill the budget, not a fixed share of it
+    body = text.split("## Relevant memories\n")[1].split("\n\n")[0].splitlines()
+    assert [line for line in body if line.startswith("[")] == ["[2024-05-01]", "[2024-05-02]", "[2024-05-03]"]
+    kept = [i.id for i in d.items["memories"]]
+    assert kept == [f"m{i}" for i in range(len(kept))]  # chosen by rank, shown by date
+
+
+def test_a_memory_too_long_for_the_rest_is_skipped_not_cut() -> None:
+    counter = get_counter()
+    d = Draft()
+    d.items["memories"] = [
+        ContextItem(id="short1", section="memories", kind="episode", text="short one", timestamp=T),
+        ContextItem(id="long", section="memories", kind="episode", text="word " * 400, timestamp=T),
+        ContextItem(id="short2", section="memories", kind="episode", text="short two", timestamp=T)]
+    d.items["query"] = [ContextItem(id="query", section="query", kind="query", text="q")]
+    text, tokens = fit(d, counter, 120)
+    assert [i.id for i in d.items["memories"]] == ["short1", "short2"] and tokens <= 120

@@ -1,0 +1,120 @@
+"""The retrieval benchmarks on tiny data of the real formats: parsing, the strict metric, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hippograph.bench import locomo, multihop
+from hippograph.cli import main
+
+TURNS = [
+    ("Ana", "Hi Ben! I finally adopted a dog last week, her name is Biscuit."),
+    ("Ben", "That's lovely! What breed is Biscuit?"),
+    ("Ana", "She is a golden retriever, three years old and very calm."),
+    ("Ben", "I started a pottery class at the community center on Tuesdays."),
+    ("Ana", "Pottery sounds relaxing. I moved to Lisbon in March for my new job at Acme."),
+    ("Ben", "Congrats on Lisbon! How is the new job going?"),
+]
+
+
+def locomo_sample() -> list[dict]:
+    conv: dict = {"speaker_a": "Ana", "speaker_b": "Ben"}
+    for s in (1, 2):
+        conv[f"session_{s}_date_time"] = f"1:56 pm on {s} May, 2023"
+        conv[f"session_{s}"] = [{"speaker": sp, "dia_id": f"D{s}:{k + 1}", "text": text}
+                                for k, (sp, text) in enumerate(TURNS[(s - 1) * 3: s * 3])]
+    qa = [
+        {"question": "What breed is Ana's dog?", "answer": "golden retriever", "evidence": ["D1:3"], "category": 4},
+        {"question": "When did Ana move to Lisbon?", "answer": "March", "evidence": ["D2:2"], "category": 2},
+        {"question": "What are the pets and hobbies of Ana and Ben?", "answer": "dog, pottery",
+         "evidence": ["D1:1; D2:1"], "category": 1},
+        {"question": "Would Ana like dogs?", "answer": "yes", "evidence": ["D1:01"], "category": 3},
+        {"question": "What is Ben's cat called?", "adversarial_answer": "x", "evidence": ["D9:9"], "category": 5},
+        {"question": "No evidence here", "answer": "-", "evidence": [], "category": 3},
+    ]
+    return [{"sample_id": "conv-t", "conversation": conv, "qa": qa}]
+
+
+def test_evidence_parsing_is_defensive() -> None:
+    assert locomo.parse_evidence(["D8:6; D9:17", "D", "D30:05"]) == ["D8:6", "D9:17", "D30:5"]
+    questions, skipped = locomo.load_questions(locomo_sample())
+    assert [q.group for q in questions] == ["single-hop", "temporal", "multi-hop", "open-domain"]
+    assert skipped == {"no_evidence": 2, "unknown_turn_ids": 1, "unknown_category": 0}
+    assert questions[2].evidence == [locomo.norm(TURNS[0][1]), locomo.norm(TURNS[3][1])]
+
+
+def test_recall_is_strict_containment() -> None:
+    ev = [locomo.norm("She is a golden retriever, three years old."), locomo.norm("I moved to Lisbon.")]
+    assert locomo.recall(ev, "- Ana: She is a golden  retriever,\nthree years old.") == 0.5
+    assert locomo.recall(ev, "golden retriever, three years") == 0.0  # a part of the turn does not count
+
+
+def test_locomo_bench_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(locomo_sample()))
+    out = tmp_path / "report.json"
+    assert main(["bench", "locomo", "--data", str(data), "--budget", "300", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert set(report["results"]) == set(locomo.METHODS)
+    ours = report["results"]["hippograph"]
+    for key in ("single-hop", "multi-hop", "temporal", "open-domain", "overall", "tokens_mean",
+                "latency_p50_ms", "latency_p95_ms"):
+        assert key in ours
+    assert 0 < ours["tokens_mean"] <= 300
+    # six turns fit in 300 tokens: the transcript baselines see every turn, so they find all evidence
+    assert report["results"]["full-context"]["overall"] == 100.0
+    assert ours["single-hop"] == 100.0  # the retriever finds the breed
+    assert report["questions"]["single-hop"] == 1 and report["skipped"]["no_evidence"] == 2
+    assert "| hippograph |" in capsys.readouterr().out
+
+
+def test_locomo_bench_refuses_other_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps({"user_id": "u"}))
+    assert main(["bench", "locomo", "--data", str(bad)]) == 2
+    assert "not LoCoMo data" in capsys.readouterr().err
+    assert main(["bench", "locomo", "--data", str(bad), "--methods", "magic"]) == 2
+    assert "unknown magic" in capsys.readouterr().err
+
+
+PASSAGES = {
+    "Maximum Overdrive": "Maximum Overdrive is a 1986 film written and directed by Stephen King.",
+    "Leland, North Carolina": "Leland is a town in Brunswick County. Movies such as Maximum Overdrive were "
+                              "shot in Leland.",
+    "Stephen King": "Stephen King is an American author of horror novels, born in Portland, Maine.",
+    "Portland, Maine": "Portland is the largest city in the state of Maine.",
+}
+
+
+def test_multihop_formats_and_recall(tmp_path: Path) -> None:
+    hotpot_corpus = tmp_path / "hc.json"
+    hotpot_corpus.write_text(json.dumps({t: [s] for t, s in PASSAGES.items()}))
+    hotpot_q = tmp_path / "hq.json"
+    hotpot_q.write_text(json.dumps([
+        {"_id": "1", "question": "Who directed the film shot in Leland?", "answer": "Stephen King",
+         "supporting_facts": [["Leland, North Carolina", 1], ["Maximum Overdrive", 0]]},
+        {"_id": "2", "question": "Unknown gold?", "answer": "-", "supporting_facts": [["Nowhere", 0]]}]))
+    passages, questions, skipped = multihop.load("hotpotqa", hotpot_q, hotpot_corpus)
+    assert len(passages) == 4 and len(questions) == 1 and skipped == {"no_gold_in_corpus": 1,
+                                                                      "gold_not_in_corpus": 1}
+    musique_corpus = tmp_path / "mc.json"
+    musique_corpus.write_text(json.dumps([{"title": t, "text": s} for t, s in PASSAGES.items()]))
+    musique_q = tmp_path / "mq.json"
+    musique_q.write_text(json.dumps([{"id": "m1", "question": "Where was the director of Maximum Overdrive born?",
+                                      "paragraphs": [{"idx": 0, "title": "Stephen King", "is_supporting": True,
+                                                      "paragraph_text": PASSAGES["Stephen King"]},
+                                                     {"idx": 1, "title": "Portland, Maine", "is_supporting": False,
+                                                      "paragraph_text": PASSAGES["Portland, Maine"]}]}]))
+    _, mq, _ = multihop.load("musique", musique_q, musique_corpus)
+    assert [q.gold for q in mq] == [{"p2"}]
+    out = tmp_path / "r.json"
+    assert main(["bench", "multihop", "--dataset", "hotpotqa", "--questions", str(hotpot_q),
+                 "--corpus", str(hotpot_corpus), "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert set(report["results"]) == set(multihop.METHODS)
+    for r in report["results"].values():
+        assert r["recall@2"] <= r["recall@5"] and r["recall@5"] == 100.0  # 4 passages: top 5 holds all
+    assert report["results"]["hippograph"]["recall@2"] > 0
