@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import sparse
 
-
 #: entity types that describe rather than identify: left out of the graph ranking
 ATTRIBUTE_TYPES = ("Date", "Quantity", "Number", "Money", "Percent", "Time", "Ordinal", "Cardinal")
 

@@ -78,5 +78,5 @@ def test_a_memory_too_long_for_the_rest_is_skipped_not_cut() -> None:
         ContextItem(id="long", section="memories", kind="episode", text="word " * 400, timestamp=T),
         ContextItem(id="short2", section="memories", kind="episode", text="short two", timestamp=T)]
     d.items["query"] = [ContextItem(id="query", section="query", kind="query", text="q")]
-    text, tokens = fit(d, counter, 120)
+    _text, tokens = fit(d, counter, 120)
     assert [i.id for i in d.items["memories"]] == ["short1", "short2"] and tokens <= 120
