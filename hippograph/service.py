@@ -232,13 +232,14 @@ class Hippograph:
             draft.items["summary"] = self._summary(omitted)
         trace: dict = {}
         if known:
-            notes = self.retriever.relevant_notes(plan, user_id, query)
+            dense = self.indexer.embedder.embed([query])[0]  # once, for notes and memories
+            notes = self.retriever.relevant_notes(plan, user_id, query, dense)
             draft.items["notes"] = [ContextItem(id=n.id, section="notes", kind="note", text=n.text,
                                                 timestamp=n.valid_at, via=["notes"],
                                                 provenance=self._provenance(user_id, n.source_episode_ids))
                                     for n in notes]
             shown = {e.id for e in pinned + recent}
-            cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
+            cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown, dense=dense)
             outdated = self._outdated_episodes(user_id)
             draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id)) for c in _dedupe(cands)]
         draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]
@@ -262,15 +263,15 @@ class Hippograph:
     def _outdated_episodes(self, user_id: str) -> dict[str, str]:
         """Episodes that said something since replaced, with what replaced it: shown as history, never
         as current (a memory block must not let a stale statement pass for today's truth)."""
-        notes = {n.id: n for n in self.graph.list_notes(user_id, include_history=True)}
+        notes, relations = self.graph.superseded(user_id)
+        now = {n.id: n.text for n in self.graph.notes_by_ids(list({n.superseded_by for n in notes
+                                                                   if n.superseded_by}))}
         out: dict[str, str] = {}
-        for n in notes.values():
-            if n.invalid_at is not None and n.superseded_by in notes:
-                now = notes[n.superseded_by].text
+        for n in notes:
+            if n.invalid_at is not None and n.superseded_by in now:
                 for ep in n.source_episode_ids:
-                    out[ep] = f"outdated since {n.invalid_at:%Y-%m-%d}; now: {now}"
-        user = self.graph.ensure_user(user_id)
-        for r in self.graph.relations_of(user_id, [user.id], include_invalid=True):
+                    out[ep] = f"outdated since {n.invalid_at:%Y-%m-%d}; now: {now[n.superseded_by]}"
+        for r in relations:
             if r.invalid_at is not None:
                 for ep in r.source_episode_ids:
                     out.setdefault(ep, f"outdated since {r.invalid_at:%Y-%m-%d}")

@@ -450,6 +450,12 @@ class SqliteGraphStore:
         rows = self._rows(f"SELECT * FROM notes WHERE user_id=? {cond} ORDER BY valid_at", (user_id,))
         return [_note(r) for r in rows]
 
+    def superseded(self, user_id: str) -> tuple[list[Note], list[Relation]]:
+        notes = self._rows("SELECT * FROM notes WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY valid_at",
+                           (user_id,))
+        rels = self._rows("SELECT * FROM relations WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY id", (user_id,))
+        return [_note(r) for r in notes], [_relation(r) for r in rels]
+
     def delete_note(self, user_id: str, note_id: str) -> bool:
         with self._tx() as c:
             return bool(c.execute("DELETE FROM notes WHERE user_id=? AND id=?", (user_id, note_id)).rowcount)

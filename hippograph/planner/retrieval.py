@@ -8,6 +8,7 @@ Works against the store protocols only; it never knows which backend is running.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -55,12 +56,15 @@ class Retriever:
         self.graph = graph
         self.indexer = indexer
 
-    def recall(self, plan: Plan, user_id: str, query: str, exclude_ids: set[str]) -> tuple[list[Candidate], dict]:
+    def recall(
+        self, plan: Plan, user_id: str, query: str, exclude_ids: set[str], dense: Sequence[float] | None = None,
+    ) -> tuple[list[Candidate], dict]:
         """The user's messages and documents ranked for the query (best first), and a trace of what
-        each step found."""
+        each step found. `dense` is the query's embedding when the caller already has it."""
         trace: dict = {}
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode])
-        hits = self.indexer.search(flt, query, plan.recall_limit + len(exclude_ids), mode=plan.recall_mode)
+        hits = self.indexer.search(flt, query, plan.recall_limit + len(exclude_ids), mode=plan.recall_mode,
+                                   dense_vector=dense)
         found = {h.id: _from_hit(h, plan.recall_mode) for h in hits if h.id not in exclude_ids}
         if plan.recall_mode != "hybrid":  # dense or lexical scores are not on the fused scale
             for rank, c in enumerate(found.values()):
@@ -138,13 +142,15 @@ class Retriever:
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, keep)}
         return [_from_episode(episodes[ep], "graph") for ep in keep if ep in episodes], seeds
 
-    def relevant_notes(self, plan: Plan, user_id: str, query: str) -> list[Note]:
-        notes = self.graph.list_notes(user_id)
-        if plan.all_notes or len(notes) <= plan.notes_limit:
-            return notes
+    def relevant_notes(self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None = None) -> list[Note]:
+        """Every current note (profile plan), else the `plan.notes_limit` most similar ones."""
+        if plan.all_notes:
+            return self.graph.list_notes(user_id)
+        if plan.notes_limit <= 0:
+            return []
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note])
-        hits = self.indexer.search(flt, query, plan.notes_limit)
-        by_id = {n.id: n for n in notes}
+        hits = self.indexer.search(flt, query, plan.notes_limit, dense_vector=dense)
+        by_id = {n.id: n for n in self.graph.notes_by_ids([h.id for h in hits]) if n.current}
         return [by_id[h.id] for h in hits if h.id in by_id]
 
 
