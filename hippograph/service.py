@@ -240,7 +240,7 @@ class Hippograph:
                                     for n in notes]
             shown = {e.id for e in pinned + recent}
             cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown, dense=dense)
-            outdated = self._outdated_episodes(user_id)
+            outdated = self._outdated_episodes(user_id, [c.id for c in cands])
             draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id)) for c in _dedupe(cands)]
         draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]
         text, tokens = fit(draft, self.counter, budget)
@@ -260,10 +260,10 @@ class Hippograph:
         return ContextItem(id=c.id, section="memories", kind=c.kind, text=text, score=round(c.score, 6),
                            timestamp=c.timestamp, provenance=prov, via=c.via)
 
-    def _outdated_episodes(self, user_id: str) -> dict[str, str]:
-        """Episodes that said something since replaced, with what replaced it: shown as history, never
-        as current (a memory block must not let a stale statement pass for today's truth)."""
-        notes, relations = self.graph.superseded(user_id)
+    def _outdated_episodes(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
+        """Of these episodes, those that said something since replaced, with what replaced it: shown as
+        history, never as current (a memory block must not let a stale statement pass for today's truth)."""
+        notes, relations = self.graph.superseded(user_id, episode_ids)
         now = {n.id: n.text for n in self.graph.notes_by_ids(list({n.superseded_by for n in notes
                                                                    if n.superseded_by}))}
         out: dict[str, str] = {}

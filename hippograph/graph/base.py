@@ -130,6 +130,6 @@ class GraphStore(Protocol):
 
     def delete_note(self, user_id: str, note_id: str) -> bool: ...
 
-    def superseded(self, user_id: str) -> tuple[list[Note], list[Relation]]:
-        """The user's notes and relations that are no longer current (usually few: read per request)."""
+    def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
+        """The user's notes and relations that are no longer current and came from any of these episodes."""
         ...

@@ -242,12 +242,12 @@ MATCH (n:Note {{user_id: $user}}) WHERE $history OR n.invalid_at IS NULL
 {_NOTE} ORDER BY n.valid_at, n.slot, n.invalid_at IS NOT NULL, n.invalid_at, n.ord
 """
 SUPERSEDED_NOTES = f"""
-MATCH (n:Note {{user_id: $user}}) WHERE n.invalid_at IS NOT NULL
+MATCH (n:Note {{user_id: $user}}) WHERE n.invalid_at IS NOT NULL AND any(x IN n.episodes WHERE x IN $ids)
 {_NOTE} ORDER BY n.valid_at, n.ord
 """
 INVALID_RELATIONS = f"""
 MATCH (:Entity {{user_id: $user}})-[r]->(:Entity)
-WHERE {_RELATION_EDGE} AND r.user_id = $user AND r.invalid_at IS NOT NULL
+WHERE {_RELATION_EDGE} AND r.user_id = $user AND r.invalid_at IS NOT NULL AND any(x IN r.episodes WHERE x IN $ids)
 RETURN r {{.*, source_id: startNode(r).id, target_id: endNode(r).id}} AS r ORDER BY r.id
 """
 DELETE_NOTE = "MATCH (n:Note {id: $id, user_id: $user}) DETACH DELETE n RETURN count(*) AS n"

@@ -480,9 +480,12 @@ class Neo4jGraphStore:
     def list_notes(self, user_id: str, include_history: bool = False) -> list[Note]:
         return [cy.to_note(r["n"]) for r in self._query(cy.LIST_NOTES, user=user_id, history=include_history)]
 
-    def superseded(self, user_id: str) -> tuple[list[Note], list[Relation]]:
-        notes = [cy.to_note(r["n"]) for r in self._query(cy.SUPERSEDED_NOTES, user=user_id)]
-        return notes, self._relations(self._query(cy.INVALID_RELATIONS, user=user_id))
+    def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
+        if not episode_ids:
+            return [], []
+        ids = list(episode_ids)
+        notes = [cy.to_note(r["n"]) for r in self._query(cy.SUPERSEDED_NOTES, user=user_id, ids=ids)]
+        return notes, self._relations(self._query(cy.INVALID_RELATIONS, user=user_id, ids=ids))
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
         return bool(self._update(cy.DELETE_NOTE, user=user_id, id=note_id)[0]["n"])

@@ -450,11 +450,16 @@ class SqliteGraphStore:
         rows = self._rows(f"SELECT * FROM notes WHERE user_id=? {cond} ORDER BY valid_at", (user_id,))
         return [_note(r) for r in rows]
 
-    def superseded(self, user_id: str) -> tuple[list[Note], list[Relation]]:
-        notes = self._rows("SELECT * FROM notes WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY valid_at",
-                           (user_id,))
-        rels = self._rows("SELECT * FROM relations WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY id", (user_id,))
-        return [_note(r) for r in notes], [_relation(r) for r in rels]
+    def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
+        if not episode_ids:
+            return [], []
+        found = []
+        for table, order in (("notes", "valid_at"), ("relations", "id")):
+            found.append(self._rows(
+                f"SELECT * FROM {table} t WHERE t.user_id=? AND t.invalid_at IS NOT NULL AND EXISTS "
+                f"(SELECT 1 FROM json_each(t.episodes) j WHERE j.value IN ({_marks(len(episode_ids))})) "
+                f"ORDER BY t.{order}", (user_id, *episode_ids)))
+        return [_note(r) for r in found[0]], [_relation(r) for r in found[1]]
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
         with self._tx() as c:

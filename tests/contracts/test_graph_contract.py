@@ -84,8 +84,9 @@ def test_relations_dedupe_and_invalidate(store: GraphStore) -> None:
     assert store.current_relations("u1", user.id, "MANAGES") == []
     got, = store.get_relations([r1.id])
     assert got.invalid_at == T0 + timedelta(days=1)
-    notes, relations = store.superseded("u1")
-    assert notes == [] and [r.id for r in relations] == [r1.id] and store.superseded("u2") == ([], [])
+    notes, relations = store.superseded("u1", ["e2", "x"])
+    assert notes == [] and [r.id for r in relations] == [r1.id]
+    assert store.superseded("u1", ["x"]) == ([], []) and store.superseded("u2", ["e2"]) == ([], [])
 
 
 def test_neighbors_and_pagerank(store: GraphStore) -> None:
@@ -157,8 +158,8 @@ def test_notes_supersede_and_delete(store: GraphStore) -> None:
     assert [n.id for n in store.list_notes("u1")] == ["n2"]
     history = {n.id: n for n in store.list_notes("u1", include_history=True)}
     assert history["n1"].invalid_at == new.valid_at and history["n1"].superseded_by == "n2"
-    notes, relations = store.superseded("u1")
-    assert [n.id for n in notes] == ["n1"] and relations == []
+    notes, relations = store.superseded("u1", ["e1", "e9"])
+    assert [n.id for n in notes] == ["n1"] and relations == [] and store.superseded("u1", ["e9"]) == ([], [])
     assert store.delete_note("u1", "n2") and not store.delete_note("u1", "n2")
     assert not store.delete_note("u2", "n1")
 
