@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+
+import numpy as np
 
 from hippograph.graph.base import GraphStore
 from hippograph.graph.schema import normalise
 from hippograph.ingest import episode_text
 from hippograph.models import Entity, Episode, MemoryKind, Note, VectorHit
+from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
 from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
@@ -42,6 +45,15 @@ def rank_score(rank: int) -> float:
     return 1.0 / (RRF_K + rank + 1)
 
 
+def _mix(query: Sequence[float] | None, hit: Sequence[float] | None) -> list[float] | None:
+    """The normalised sum of the query's and a hit's (unit) vectors: the direction of both at once."""
+    if query is None or hit is None:
+        return list(query) if query is not None else None
+    both = np.asarray(query, dtype=np.float32) + np.asarray(hit, dtype=np.float32)
+    norm = float(np.linalg.norm(both))
+    return (both / norm).tolist() if norm > 0 else list(query)
+
+
 def _from_hit(h: VectorHit, route: str) -> Candidate:
     return Candidate(h.id, h.kind.value, h.text, h.timestamp, h.source_ids, h.score, [route], h.session_id)
 
@@ -62,6 +74,8 @@ class Retriever:
         """The user's messages and documents ranked for the query (best first), and a trace of what
         each step found. `dense` is the query's embedding when the caller already has it."""
         trace: dict = {}
+        if dense is None and plan.recall_mode != "lexical":
+            dense = self.indexer.embedder.embed([query])[0]
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode])
         hits = self.indexer.search(flt, query, plan.recall_limit + len(exclude_ids), mode=plan.recall_mode,
                                    dense_vector=dense)
@@ -70,6 +84,11 @@ class Retriever:
             for rank, c in enumerate(found.values()):
                 c.score = rank_score(rank)
         trace["recall"] = len(found)
+        windows = date_windows(query) if plan.dated_weight else []
+        if windows:
+            trace["dated"] = self._dated(plan, user_id, query, dense, windows, found, exclude_ids)
+        if plan.expand_hits:
+            trace["expanded"] = self._expand(plan, user_id, query, dense, found, exclude_ids)
         if plan.graph:
             hits_ranked = sorted(found.values(), key=lambda c: -c.score)
             ranked, seeds = self.graph_episodes(plan, user_id, query, exclude_ids, hits_ranked)
@@ -83,6 +102,56 @@ class Retriever:
         if plan.reply_weight:
             trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
         return sorted(found.values(), key=lambda c: -c.score), trace
+
+    def _dated(
+        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None,
+        windows: list[tuple[datetime, datetime]], found: dict[str, Candidate], exclude_ids: set[str],
+    ) -> list[str]:
+        """The question names a day or a month: what was said then is searched on its own and weighs
+        `plan.dated_weight` next to the recall over all time."""
+        for start, end in windows:
+            flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start,
+                               until=end - timedelta(microseconds=1))
+            hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
+            for rank, h in enumerate(x for x in hits if x.id not in exclude_ids):
+                got = found.get(h.id)
+                if got is None:
+                    got = found[h.id] = _from_hit(h, "dated")
+                    got.score = 0.0
+                elif "dated" not in got.via:
+                    got.via.append("dated")
+                got.score += plan.dated_weight * rank_score(rank)
+        return [f"{a:%Y-%m-%d}..{b - timedelta(days=1):%Y-%m-%d}" for a, b in windows]
+
+    def _expand(
+        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, found: dict[str, Candidate],
+        exclude_ids: set[str],
+    ) -> int:
+        """A second hop: the query extended by each of the best hits is searched again (its words added
+        to the lexical query, its stored vector to the dense one), so what a hit names (the film a town
+        passage mentions, the person a message talks about) is found even when the question does not
+        name it. The i-th hit's search weighs `expand_weight / i`."""
+        top = sorted(found.values(), key=lambda c: -c.score)[: plan.expand_hits]
+        if not top:
+            return 0
+        texts = [f"{query} {c.text}" for c in top]
+        stored = self.indexer.store.dense_vectors([c.id for c in top]) if dense is not None else {}
+        vectors = [_mix(dense, stored.get(c.id)) for c in top]
+        flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode])
+        added = 0
+        for i, (c, text, vector) in enumerate(zip(top, texts, vectors, strict=True)):
+            hits = self.indexer.search(flt, text, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector)
+            ranked = [h for h in hits if h.id != c.id and h.id not in exclude_ids]
+            for rank, h in enumerate(ranked):
+                got = found.get(h.id)
+                if got is None:
+                    got = found[h.id] = _from_hit(h, "expansion")
+                    got.score = 0.0
+                    added += 1
+                elif "expansion" not in got.via:
+                    got.via.append("expansion")
+                got.score += plan.expand_weight / (i + 1) * rank_score(rank)
+        return added
 
     def _bring_replies(self, plan: Plan, user_id: str, found: dict[str, Candidate], exclude_ids: set[str]) -> int:
         """A message that asks something lends part of its score to the message after it: in a

@@ -85,3 +85,6 @@ class VectorStore(Protocol):
 
     def has(self, ids: Sequence[str]) -> set[str]:
         """Which of these ids are stored."""
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored dense vectors of these ids (unknown ids are skipped)."""

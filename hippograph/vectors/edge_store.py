@@ -299,13 +299,13 @@ class EdgeVectorStore:
                 raise BackendUnavailable(f"vector store query failed: {_native(exc)}") from exc
         return [hit_from_payload(p.payload or {}, p.score) for p in points]
 
-    def _retrieve(self, ids: Sequence[str], with_payload: bool) -> list[Any]:
+    def _retrieve(self, ids: Sequence[str], with_payload: bool, with_vector: bool = False) -> list[Any]:
         if not ids:
             return []
         with self._lock:
             shard = self._open_shard()
             try:
-                return shard.retrieve([point_id(i) for i in dict.fromkeys(ids)], with_payload, False)
+                return shard.retrieve([point_id(i) for i in dict.fromkeys(ids)], with_payload, with_vector)
             except Exception as exc:
                 raise BackendUnavailable(f"vector store read failed: {_native(exc)}") from exc
 
@@ -315,6 +315,11 @@ class EdgeVectorStore:
     def has(self, ids: Sequence[str]) -> set[str]:
         by_point = {point_id(i): i for i in ids}
         return {by_point[str(r.id)] for r in self._retrieve(ids, False)}
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        by_point = {point_id(i): i for i in ids}
+        return {by_point[str(r.id)]: list(r.vector[DENSE]) for r in self._retrieve(ids, False, True)
+                if isinstance(r.vector, dict) and DENSE in r.vector}
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:

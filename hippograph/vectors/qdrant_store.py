@@ -223,7 +223,7 @@ class QdrantVectorStore:
             response = client.query_points(self.collection, **request)
         return [hit_from_payload(p.payload or {}, p.score) for p in response.points]
 
-    def _retrieve(self, ids: Sequence[str], with_payload: bool) -> list[models.Record]:
+    def _retrieve(self, ids: Sequence[str], with_payload: bool, with_vector: bool = False) -> list[models.Record]:
         if not ids:
             return []
         with self._use("vector store read failed") as client:
@@ -231,8 +231,13 @@ class QdrantVectorStore:
                 self.collection,
                 ids=[point_id(i) for i in dict.fromkeys(ids)],
                 with_payload=with_payload,
-                with_vectors=False,
+                with_vectors=[DENSE] if with_vector else False,
             )
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        by_point = {point_id(i): i for i in ids}
+        return {by_point[str(r.id)]: list(r.vector[DENSE]) for r in self._retrieve(ids, False, True)  # type: ignore[arg-type]
+                if isinstance(r.vector, dict) and DENSE in r.vector}
 
     def get(self, ids: Sequence[str]) -> list[VectorHit]:
         return [hit_from_payload(r.payload or {}, 0.0) for r in self._retrieve(ids, True)]

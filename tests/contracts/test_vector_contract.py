@@ -130,6 +130,14 @@ def test_count_has_delete(store: VectorStore) -> None:
     assert "ep_0" not in ids_of(store.query(VectorFilter(user_id="u1"), 10, dense=unit(1, 0)))
 
 
+def test_dense_vectors_are_read_back(store: VectorStore) -> None:
+    put(store, [record("ep_1"), record("ep_2")], [unit(1, 0), unit(0.6, 0.8)])
+    got = store.dense_vectors(["ep_2", "ep_1", "nope"])
+    assert set(got) == {"ep_1", "ep_2"}
+    assert got["ep_2"] == pytest.approx(unit(0.6, 0.8), abs=1e-5)
+    assert store.dense_vectors([]) == {}
+
+
 def test_delete_user_leaves_other_users_intact(store: VectorStore) -> None:
     records = [record(f"a_{i}", user="alice") for i in range(3)] + [
         record(f"b_{i}", user="bob") for i in range(2)
