@@ -24,6 +24,7 @@ class Plan:
     expand_weight: float = 1.0  # weight of the first of those searches (the i-th weighs 1/i of it)
     graph: bool = False  # link query entities into the graph and spread rank over it
     graph_limit: int = 30  # episodes the graph route contributes
+    graph_facts: int = 10  # relations of the query's entities reported (their episodes lead the graph route)
     hit_seeds: int = 5  # best vector hits that seed the PageRank next to the query's entities
     hit_seed_weight: float = 1.0  # their weight (the best hit's) relative to one linked entity
     graph_weight: float = 0.5  # its weight next to the hybrid recall in the fused score

@@ -91,8 +91,9 @@ class Retriever:
             trace["expanded"] = self._expand(plan, user_id, query, dense, found, exclude_ids)
         if plan.graph:
             hits_ranked = sorted(found.values(), key=lambda c: -c.score)
-            ranked, seeds = self.graph_episodes(plan, user_id, query, exclude_ids, hits_ranked)
+            ranked, seeds, facts = self.graph_episodes(plan, user_id, query, exclude_ids, hits_ranked)
             trace["linked_entities"] = [e.name for e in seeds]
+            trace["graph_facts"] = facts
             trace["graph_episodes"] = len(ranked)
             for rank, c in enumerate(ranked):
                 got = found.setdefault(c.id, c)
@@ -192,11 +193,13 @@ class Retriever:
 
     def graph_episodes(
         self, plan: Plan, user_id: str, query: str, exclude_ids: set[str], hits: list[Candidate]
-    ) -> tuple[list[Candidate], list[Entity]]:
+    ) -> tuple[list[Candidate], list[Entity], list[str]]:
         """Episodes ranked by personalised PageRank over entities and the episodes that mention them,
         seeded with the entities the query names and with the best vector hits (their weight scaled by
         `plan.hit_seed_weight`): a passage linked through shared entities to both rises, which is how a
-        second hop is found that the question's words alone do not reach."""
+        second hop is found that the question's words alone do not reach. The relations between the
+        query's entities and their neighbours are returned as readable facts; the episodes they were
+        said in lead the ranking, as the most direct graph evidence."""
         seeds = [e for e in self.link_entities(user_id, query) if not e.is_user]
         weights = {e.id: 1.0 for e in seeds}
         top = hits[: plan.hit_seeds]
@@ -205,11 +208,18 @@ class Retriever:
             if best > 0:
                 weights[c.id] = weights.get(c.id, 0.0) + plan.hit_seed_weight * c.score / best
         if not weights:
-            return [], seeds
+            return [], seeds, []
+        relations = self.graph.relations_of(user_id, [e.id for e in seeds])[: plan.graph_facts] if seeds else []
+        names = {e.id: e.name for e in seeds}
+        for ent_id in {x for r in relations for x in (r.source_id, r.target_id)} - set(names):
+            ent = self.graph.get_entity(ent_id)
+            names[ent_id] = "the user" if ent is None or ent.is_user else ent.name
+        facts = [f"{names[r.source_id]} -[{r.predicate}]-> {names[r.target_id]}" for r in relations]
         ranked = self.graph.rank_episodes(user_id, weights, limit=plan.graph_limit + len(exclude_ids))
-        keep = [ep for ep, _ in ranked if ep not in exclude_ids][: plan.graph_limit]
+        said = [ep for r in relations for ep in r.source_episode_ids]
+        keep = [ep for ep in dict.fromkeys(said + [ep for ep, _ in ranked]) if ep not in exclude_ids][: plan.graph_limit]
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, keep)}
-        return [_from_episode(episodes[ep], "graph") for ep in keep if ep in episodes], seeds
+        return [_from_episode(episodes[ep], "graph") for ep in keep if ep in episodes], seeds, facts
 
     def relevant_notes(self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None = None) -> list[Note]:
         """Every current note (profile plan), else the `plan.notes_limit` most similar ones."""
