@@ -19,6 +19,7 @@ class Plan:
     reply_weight: float = 0.5  # share of a question's score passed to the message that answers it
     all_notes: bool = False  # put every current note in the block (profile questions)
     notes_limit: int = 3  # notes picked by similarity when not all are shown
+    derived_weight: float = 0.3  # weight of notes/relation facts matched, standing for their messages
     dated_weight: float = 1.0  # weight of a search within the days/months the question names
     expand_hits: int = 2  # best hits whose text extends the query for a second search (a second hop)
     expand_weight: float = 1.0  # weight of the first of those searches (the i-th weighs 1/i of it)
@@ -39,27 +40,27 @@ SINGLE_HOP = Plan(
     name="single_hop",
     description="Hybrid recall (dense + BM25, reciprocal-rank fusion) over messages and documents; the "
     "reply to a matching question comes along.",
-    steps=("notes", "hybrid_recall", "named_dates", "second_hop_expansion", "replies"),
+    steps=("notes", "hybrid_recall", "derived_facts", "named_dates", "second_hop_expansion", "replies"),
 )
 MULTI_HOP = Plan(
     name="multi_hop",
     description="Hybrid recall, plus the question's entities linked into the graph: personalised PageRank "
     "from them ranks the messages and documents that mention the entities it reaches, fused with the vector hits.",
     graph=True,
-    steps=("notes", "hybrid_recall", "named_dates", "second_hop_expansion", "entity_linking", "personalized_pagerank",
+    steps=("notes", "hybrid_recall", "derived_facts", "named_dates", "second_hop_expansion", "entity_linking", "personalized_pagerank",
            "rank_fusion", "replies"),
 )
 TEMPORAL = Plan(
     name="temporal",
     description="Hybrid recall with dates rendered on every message, so 'when' questions find dated evidence.",
     dated=True,
-    steps=("notes", "hybrid_recall", "named_dates", "second_hop_expansion", "replies", "dates"),
+    steps=("notes", "hybrid_recall", "derived_facts", "named_dates", "second_hop_expansion", "replies", "dates"),
 )
 PROFILE = Plan(
     name="profile",
     description="Every current long-term note about the user, plus hybrid recall.",
     all_notes=True,
-    steps=("all_notes", "hybrid_recall", "named_dates", "second_hop_expansion", "replies"),
+    steps=("all_notes", "hybrid_recall", "derived_facts", "named_dates", "second_hop_expansion", "replies"),
 )
 
 PLANS = {p.name: p for p in (SINGLE_HOP, MULTI_HOP, TEMPORAL, PROFILE)}

@@ -84,6 +84,8 @@ class Retriever:
             for rank, c in enumerate(found.values()):
                 c.score = rank_score(rank)
         trace["recall"] = len(found)
+        if plan.derived_weight:
+            trace["derived"] = self._derived(plan, user_id, query, dense, found, exclude_ids)
         windows = date_windows(query) if plan.dated_weight else []
         if windows:
             trace["dated"] = self._dated(plan, user_id, query, dense, windows, found, exclude_ids)
@@ -103,6 +105,29 @@ class Retriever:
         if plan.reply_weight:
             trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
         return sorted(found.values(), key=lambda c: -c.score), trace
+
+    def _derived(
+        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, found: dict[str, Candidate],
+        exclude_ids: set[str],
+    ) -> int:
+        """Notes and relation facts are short: matched against the query they point at the message
+        they came from more sharply than the whole message does."""
+        flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note, MemoryKind.relation])
+        hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
+        order = [ep for h in hits for ep in h.source_ids if ep not in exclude_ids]
+        order = list(dict.fromkeys(order))
+        missing = [ep for ep in order if ep not in found]
+        episodes = {e.id: e for e in self.graph.get_episodes(user_id, missing)} if missing else {}
+        for rank, ep in enumerate(order):
+            got = found.get(ep)
+            if got is None:
+                if ep not in episodes:
+                    continue
+                got = found[ep] = _from_episode(episodes[ep], "derived")
+            elif "derived" not in got.via:
+                got.via.append("derived")
+            got.score += plan.derived_weight * rank_score(rank)
+        return len(missing)
 
     def _dated(
         self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None,
