@@ -1,0 +1,68 @@
+"""The planner's retrieval routes on the real stores and models: replies, named dates, second hop,
+graph facts, and the plan reported with its trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hippograph.bench.common import bench_service
+from hippograph.models import DocumentIn, MessageIn, Role
+from hippograph.service import Hippograph
+
+T0 = datetime(2024, 5, 1, 18, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[Hippograph]:
+    with bench_service(None) as svc:
+        talk = [
+            ("d1", "u", "I had pasta with friends for dinner tonight.", T0),
+            ("d1", "a", "Sounds nice! Was it a special occasion?", T0 + timedelta(minutes=1)),
+            ("d2", "u", "I had sushi with friends for dinner tonight.", T0 + timedelta(days=33)),
+            ("d3", "a", "Lovely. Where did you adopt your puppy, by the way?", T0 + timedelta(days=40)),
+            ("d3", "u", "From a shelter in Porto, she was two months old.", T0 + timedelta(days=40, minutes=1)),
+            ("d4", "u", "The weather is grey and my tea went cold.", T0 + timedelta(days=41)),
+        ]
+        for i, (session, role, text, when) in enumerate(talk):
+            svc.remember("ana", session, None, [MessageIn(id=f"m{i}", role=Role.user if role == "u" else Role.assistant,
+                                                         content=text, timestamp=when)])
+        docs = {
+            "Leland": "Leland is a town in Brunswick County. Maximum Overdrive was filmed in Leland in 1986.",
+            "Maximum Overdrive": "Maximum Overdrive is a 1986 horror film written and directed by Stephen King.",
+            "Lisbon": "Lisbon is the capital of Portugal, on the Tagus river.",
+            "Tea": "Tea is an aromatic drink prepared by pouring hot water over cured leaves.",
+            "Harbor": "A harbor is a sheltered body of water where ships can be docked.",
+        }
+        svc.remember("lib", None, None, documents=[DocumentIn(id=k, title=k, text=v) for k, v in docs.items()])
+        yield svc
+
+
+def test_the_answer_comes_with_the_question_it_answers(service: Hippograph) -> None:
+    _, _, cands, trace = service.recall("ana", "Where did Ana adopt her puppy?")
+    reply = next(c for c in cands if c.source_ids == ["m4"])
+    assert "reply" in reply.via and trace["replies"] >= 0
+    assert [c.source_ids for c in cands[:3]].count(["m4"]) == 1
+
+
+def test_a_named_day_finds_what_was_said_that_day(service: Hippograph) -> None:
+    _, _, cands, trace = service.recall("ana", "What did I have for dinner on 3 June, 2024?")
+    assert trace["dated"] == ["2024-06-03..2024-06-03"]
+    assert cands[0].source_ids == ["m2"] and "dated" in cands[0].via
+
+
+def test_second_hop_finds_what_the_first_hit_names(service: Hippograph) -> None:
+    _plan, _, cands, trace = service.recall("lib", "Who directed the film that was shot in Leland?")
+    top2 = {c.source_ids[0] for c in cands[:2]}
+    assert top2 == {"Leland", "Maximum Overdrive"}
+    assert trace["expanded"] >= 0 and any("expansion" in c.via for c in cands[:2])
+
+
+def test_multi_hop_plan_reports_linked_entities_and_facts(service: Hippograph) -> None:
+    result = service.context("lib", "Which film of Stephen King was shot in Leland?", plan_name="multi_hop")
+    trace = result.plan["trace"]
+    assert result.plan["name"] == "multi_hop" and "Leland" in trace["linked_entities"]
+    assert isinstance(trace["graph_facts"], list) and trace["graph_episodes"] > 0
+    assert "Maximum Overdrive was filmed in Leland" in result.context
