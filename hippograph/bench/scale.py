@@ -242,8 +242,9 @@ def run(sizes: list[int], seed: int, out: Path | None, workdir: Path | None, que
                     print(f"\r{size}: ingested {stored}/{size - done}", end="", file=sys.stderr)
                 ingest_s = time.perf_counter() - started
                 print(file=sys.stderr)
-                if stored < size - done:
-                    print(f"{size - done - stored} messages were already stored in {folder}", file=sys.stderr)
+                already = size - done - stored
+                if already:
+                    print(f"{already} messages were already stored in {folder}", file=sys.stderr)
                 done = size
                 prefix = Stream(stream.messages[:size], stream.personas)
                 lat: list[float] = []
@@ -266,6 +267,7 @@ def run(sizes: list[int], seed: int, out: Path | None, workdir: Path | None, que
                 results[str(size)] = {
                     "memories": size, "users": len(counts), "heavy_user_memories": counts[HEAVY],
                     "ingest_messages_per_s": round(stored / ingest_s, 1) if stored else 0.0,
+                    "already_stored": already,  # a reused --workdir: these were not ingested (and not timed)
                     "ingest_s": round(ingest_s, 1),
                     "latency_p50_ms": round(percentile(lat, 0.5), 2),
                     "latency_p95_ms": round(percentile(lat, 0.95), 2),
