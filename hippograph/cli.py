@@ -119,11 +119,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         unknown = [m for m in methods if m not in locomo.METHODS]
         if unknown:
             raise InvalidInput(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(locomo.METHODS)}")
-        locomo.run(Path(args.data), args.budget, _out(args), workdir, args.conversations, methods)
+        locomo.run(Path(args.data), args.budget, _out(args), workdir, args.conversations, methods, args.ablate)
     elif args.bench == "multihop":
         from hippograph.bench import multihop
 
-        multihop.run(args.dataset, Path(args.questions), Path(args.corpus), _out(args), workdir, args.limit)
+        multihop.run(args.dataset, Path(args.questions), Path(args.corpus), _out(args), workdir, args.limit,
+                     args.ablate)
     else:
         from hippograph.bench import scale
 
@@ -153,6 +154,9 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--memories", default="10000,100000", help="comma-separated sizes (default 10000,100000)")
     sc.add_argument("--seed", type=int, default=7)
     sc.add_argument("--queries", type=int, default=200, help="context queries per size (default 200)")
+    for parser in (lo, mh):
+        parser.add_argument("--ablate", action="store_true",
+                            help="also run Hippograph with each retrieval route switched off, one at a time")
     for parser in (lo, mh, sc):
         parser.add_argument("--out", help="write the JSON report here")
         parser.add_argument("--workdir", help="keep the stores here (reused by a later run) instead of a temp dir")

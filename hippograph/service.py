@@ -6,6 +6,7 @@ backend runs behind a protocol.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 
@@ -201,10 +202,11 @@ class Hippograph:
 
     def recall(
         self, user_id: str, query: str, plan_name: str | None = None, exclude_ids: set[str] | None = None,
+        overrides: dict | None = None,
     ) -> tuple[Plan, str, list[Candidate], dict]:
         """The plan for the query, why it was chosen, and the user's messages and documents ranked by it
         (best first) with a trace of each step."""
-        plan, reason = _choose(query, plan_name)
+        plan, reason = _choose(query, plan_name, overrides)
         if not self.graph.user_exists(user_id):
             return plan, reason, [], {}
         cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids or set())
@@ -213,12 +215,12 @@ class Hippograph:
     # --- the context block ---------------------------------------------------------------------
     def context(
         self, user_id: str, query: str, session_id: str | None = None, token_budget: int | None = None,
-        plan_name: str | None = None,
+        plan_name: str | None = None, overrides: dict | None = None,
     ) -> ContextResult:
         cfg = self.context_settings
         budget = token_budget or cfg.token_budget
         known = self.graph.user_exists(user_id)
-        plan, reason = _choose(query, plan_name)
+        plan, reason = _choose(query, plan_name, overrides)
         draft = Draft(dated=plan.dated)
         session = [e for e in self.graph.session_episodes(user_id, session_id)
                    if e.kind == EpisodeKind.message] if (known and session_id) else []
@@ -290,8 +292,10 @@ class Hippograph:
         return items[:8]
 
 
-def _choose(query: str, plan_name: str | None) -> tuple[Plan, str]:
-    return (PLANS[plan_name], "requested") if plan_name else choose_plan(query)
+def _choose(query: str, plan_name: str | None, overrides: dict | None = None) -> tuple[Plan, str]:
+    """The requested plan or the heuristic's, with any parameters overridden (benchmark ablations)."""
+    plan, reason = (PLANS[plan_name], "requested") if plan_name else choose_plan(query)
+    return (dataclasses.replace(plan, **overrides), reason) if overrides else (plan, reason)
 
 
 def _dedupe(cands: list[Candidate]) -> list[Candidate]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hippograph.bench import locomo, multihop
+from hippograph.bench.common import ABLATIONS
 from hippograph.cli import main
 
 TURNS = [
@@ -112,9 +113,9 @@ def test_multihop_formats_and_recall(tmp_path: Path) -> None:
     assert [q.gold for q in mq] == [{"p2"}]
     out = tmp_path / "r.json"
     assert main(["bench", "multihop", "--dataset", "hotpotqa", "--questions", str(hotpot_q),
-                 "--corpus", str(hotpot_corpus), "--out", str(out)]) == 0
+                 "--corpus", str(hotpot_corpus), "--out", str(out), "--ablate"]) == 0
     report = json.loads(out.read_text())
-    assert set(report["results"]) == set(multihop.METHODS)
+    assert set(report["results"]) == set(multihop.METHODS) | set(ABLATIONS)
     for r in report["results"].values():
         assert r["recall@2"] <= r["recall@5"] and r["recall@5"] == 100.0  # 4 passages: top 5 holds all
     assert report["results"]["hippograph"]["recall@2"] > 0

@@ -66,3 +66,10 @@ def test_multi_hop_plan_reports_linked_entities_and_facts(service: Hippograph) -
     assert result.plan["name"] == "multi_hop" and "Leland" in trace["linked_entities"]
     assert isinstance(trace["graph_facts"], list) and trace["graph_episodes"] > 0
     assert "Maximum Overdrive was filmed in Leland" in result.context
+
+
+def test_overrides_switch_a_route_off(service: Hippograph) -> None:
+    _, _, _, full = service.recall("lib", "Who directed the film that was shot in Leland?")
+    plan, _, _, without = service.recall("lib", "Who directed the film that was shot in Leland?",
+                                         overrides={"expand_hits": 0})
+    assert "expanded" in full and "expanded" not in without and plan.expand_hits == 0

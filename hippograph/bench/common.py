@@ -23,6 +23,14 @@ from hippograph.vectors.base import VectorFilter
 
 #: baselines that rank stored turns by one retriever, then fill the budget in rank order
 RANKED_BASELINES = {"bm25": "lexical", "dense": "dense", "bm25+dense": "hybrid"}
+#: with --ablate: Hippograph with one route switched off (plan parameters overridden), same stores
+ABLATIONS: dict[str, dict[str, object]] = {
+    "hippograph -replies": {"reply_weight": 0.0},
+    "hippograph -second hop": {"expand_hits": 0},
+    "hippograph -named dates": {"dated_weight": 0.0},
+    "hippograph -facts": {"derived_weight": 0.0},
+    "hippograph -graph": {"graph": False},
+}
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hippograph.bench.common import (
+    ABLATIONS,
     RANKED_BASELINES,
     MethodStats,
     bench_service,
@@ -99,7 +100,7 @@ def recall(evidence: list[str], context: str) -> float:
 
 
 def run(data: Path, budget: int, out: Path | None, workdir: Path | None, conversations: int | None,
-        methods: tuple[str, ...] = METHODS) -> dict:
+        methods: tuple[str, ...] = METHODS, ablate: bool = False) -> dict:
     try:
         samples = json.loads(Path(data).read_text())
     except (OSError, ValueError) as exc:
@@ -108,6 +109,7 @@ def run(data: Path, budget: int, out: Path | None, workdir: Path | None, convers
         raise InvalidInput(f"{data} is not LoCoMo data (a list of samples with 'conversation')")
     samples = samples[:conversations] if conversations else samples
     questions, skipped = load_questions(samples)
+    methods = (*methods, *ABLATIONS) if ablate else methods
     stats = {m: MethodStats() for m in methods}
     with bench_service(workdir) as service:
         counter = service.counter
@@ -123,9 +125,9 @@ def run(data: Path, budget: int, out: Path | None, workdir: Path | None, convers
             lines = transcripts[q.user_id]
             for method in methods:
                 st = stats[method]
-                if method == "hippograph":
-                    def ours(q: Question = q) -> tuple[str, int]:
-                        res = service.context(q.user_id, q.text, token_budget=budget)
+                if method == "hippograph" or method in ABLATIONS:
+                    def ours(q: Question = q, method: str = method) -> tuple[str, int]:
+                        res = service.context(q.user_id, q.text, token_budget=budget, overrides=ABLATIONS.get(method))
                         return res.context, res.tokens
                     text = st.timed(ours)
                 elif method in ("full-context", "sliding-window"):

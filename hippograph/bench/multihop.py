@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hippograph.bench.common import (
+    ABLATIONS,
     RANKED_BASELINES,
     MethodStats,
     bench_service,
@@ -108,10 +109,11 @@ def passages_in_order(source_ids: list[list[str]], limit: int) -> list[str]:
 
 
 def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None, workdir: Path | None,
-        limit: int | None = None) -> dict:
+        limit: int | None = None, ablate: bool = False) -> dict:
     passages, questions, skipped = load(dataset, questions_path, corpus_path)
     questions = questions[:limit] if limit else questions
-    stats = {m: MethodStats() for m in METHODS}
+    methods = (*METHODS, *ABLATIONS) if ablate else METHODS
+    stats = {m: MethodStats() for m in methods}
     plans: dict[str, int] = {}
     with bench_service(workdir) as service:
         for i in range(0, len(passages), 50):
@@ -120,12 +122,13 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
             print(f"\ringested {min(i + 50, len(passages))}/{len(passages)} passages", end="", file=sys.stderr)
         print(file=sys.stderr)
         for n, q in enumerate(questions):
-            for method in METHODS:
+            for method in methods:
                 ranker: Callable[[], list[str]]
-                if method == "hippograph":
-                    def ranker(q: Question = q) -> list[str]:
-                        plan, _, cands, _ = service.recall(USER, q.text)
-                        plans[plan.name] = plans.get(plan.name, 0) + 1
+                if method == "hippograph" or method in ABLATIONS:
+                    def ranker(q: Question = q, method: str = method) -> list[str]:
+                        plan, _, cands, _ = service.recall(USER, q.text, overrides=ABLATIONS.get(method))
+                        if method == "hippograph":
+                            plans[plan.name] = plans.get(plan.name, 0) + 1
                         return passages_in_order([c.source_ids for c in cands], max(KS))
                 else:
                     def ranker(q: Question = q, mode: str = RANKED_BASELINES[method]) -> list[str]:
@@ -141,7 +144,7 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
             print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)
         print(file=sys.stderr)
     results = {}
-    for m in METHODS:
+    for m in methods:
         summary = stats[m].summary([f"recall@{k}" for k in KS], [])
         summary.pop("tokens_mean", None)
         results[m] = summary
