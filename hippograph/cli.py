@@ -115,6 +115,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.bench == "locomo":
         from hippograph.bench import locomo
 
+        if args.budget < 1:
+            raise InvalidInput(f"--budget must be a positive number of tokens, got {args.budget}")
         methods = tuple(args.methods.split(",")) if args.methods else locomo.METHODS
         unknown = [m for m in methods if m not in locomo.METHODS]
         if unknown:

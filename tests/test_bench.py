@@ -79,6 +79,11 @@ def test_locomo_bench_refuses_other_data(tmp_path: Path, capsys: pytest.CaptureF
     assert "not LoCoMo data" in capsys.readouterr().err
     assert main(["bench", "locomo", "--data", str(bad), "--methods", "magic"]) == 2
     assert "unknown magic" in capsys.readouterr().err
+    assert main(["bench", "locomo", "--data", str(bad), "--budget", "0"]) == 2
+    assert "--budget must be a positive" in capsys.readouterr().err
+    assert main(["bench", "multihop", "--dataset", "musique", "--questions", str(tmp_path / "none.json"),
+                 "--corpus", str(bad)]) == 2
+    assert "cannot read" in capsys.readouterr().err
 
 
 PASSAGES = {
