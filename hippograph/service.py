@@ -41,6 +41,9 @@ from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
 
+#: a note in the context block cites its latest sayings (the profile endpoint lists them all)
+PROVENANCE_IN_CONTEXT = 5
+
 
 class ContextResult(BaseModel):
     context: str
@@ -176,8 +179,11 @@ class Hippograph:
 
     def _provenance(self, user_id: str, episode_ids: Sequence[str]) -> list[str]:
         """Client ids (message/document ids) of the episodes, where the client gave them."""
-        eps = {e.id: e for e in self.graph.get_episodes(user_id, list(episode_ids))}
-        return [eps[i].client_id or i if i in eps else i for i in episode_ids]
+        client = self._client_ids(user_id, episode_ids)
+        return [client.get(i, i) for i in episode_ids]
+
+    def _client_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
+        return {e.id: e.client_id or e.id for e in self.graph.get_episodes(user_id, list(dict.fromkeys(episode_ids)))}
 
     def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
         self._require_user(user_id)
@@ -236,9 +242,11 @@ class Hippograph:
         if known:
             dense = self.indexer.embedder.embed([query])[0]  # once, for notes and memories
             notes = self.retriever.relevant_notes(plan, user_id, query, dense)
+            latest = {n.id: n.source_episode_ids[-PROVENANCE_IN_CONTEXT:] for n in notes}
+            client = self._client_ids(user_id, [ep for eps in latest.values() for ep in eps])
             draft.items["notes"] = [ContextItem(id=n.id, section="notes", kind="note", text=n.text,
                                                 timestamp=n.valid_at, via=["notes"],
-                                                provenance=self._provenance(user_id, n.source_episode_ids))
+                                                provenance=[client.get(ep, ep) for ep in latest[n.id]])
                                     for n in notes]
             shown = {e.id for e in pinned + recent}
             cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown, dense=dense)

@@ -45,16 +45,16 @@ class PageRankGraph:
         self.dangling = degree == 0
         inv = np.divide(1.0, degree, out=np.zeros(n), where=degree > 0)
         self.transition = (sparse.diags(inv) @ adj).T.tocsr()  # column-stochastic where degree > 0
+        self.is_episode = np.zeros(n, dtype=bool)
+        self.is_episode[[self.index[ep] for ep in self.episodes]] = True
 
-    def rank(self, seeds: Mapping[str, float], damping: float = 0.5, iterations: int = 50,
-             tolerance: float = 1e-7) -> dict[str, float]:
-        """PageRank personalised to the seeds (weights need not sum to 1); unknown seeds are ignored."""
+    def _vector(self, seeds: Mapping[str, float], damping: float, iterations: int, tolerance: float) -> np.ndarray | None:
         p = np.zeros(len(self.nodes))
         for node, weight in seeds.items():
             if node in self.index and weight > 0:
                 p[self.index[node]] += weight
         if not p.any():
-            return {}
+            return None
         p /= p.sum()
         r = p.copy()
         for _ in range(iterations):
@@ -63,8 +63,26 @@ class PageRankGraph:
             r = nxt
             if done:
                 break
-        return {self.nodes[i]: float(r[i]) for i in np.flatnonzero(r)}
+        return r
 
-    def rank_episodes(self, seeds: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
-        ranked = [(n, v) for n, v in self.rank(seeds).items() if n in self.episodes and n not in seeds]
-        return sorted(ranked, key=lambda kv: -kv[1])[:limit]
+    def rank(self, seeds: Mapping[str, float], damping: float = 0.5, iterations: int = 50,
+             tolerance: float = 1e-7) -> dict[str, float]:
+        """PageRank personalised to the seeds (weights need not sum to 1); unknown seeds are ignored."""
+        r = self._vector(seeds, damping, iterations, tolerance)
+        return {} if r is None else {self.nodes[i]: float(r[i]) for i in np.flatnonzero(r)}
+
+    def rank_episodes(self, seeds: Mapping[str, float], limit: int, damping: float = 0.5) -> list[tuple[str, float]]:
+        """The best-ranked episodes that are not seeds (top-k taken in numpy: graphs run to 100k nodes)."""
+        r = self._vector(seeds, damping, 50, 1e-7)
+        if r is None or limit <= 0:
+            return []
+        score = np.where(self.is_episode & (r > 0), r, 0.0)
+        for node in seeds:
+            if node in self.index:
+                score[self.index[node]] = 0.0
+        k = min(limit, int(np.count_nonzero(score)))
+        if k == 0:
+            return []
+        top = np.argpartition(-score, k - 1)[:k]
+        top = top[np.argsort(-score[top], kind="stable")]
+        return [(self.nodes[i], float(score[i])) for i in top]

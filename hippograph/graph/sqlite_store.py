@@ -160,7 +160,9 @@ class SqliteGraphStore:
         if not ids:
             return []
         rows = self._rows(
-            f"SELECT * FROM episodes WHERE user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids)
+            # "+user_id" keeps SQLite on the primary key: with a long id list it would otherwise pick the
+            # (user_id, ...) index and read every episode of the user (12 ms instead of 0.5 at 30k)
+            f"SELECT * FROM episodes WHERE +user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids)
         )
         return [_episode(r) for r in rows]
 
@@ -181,7 +183,7 @@ class SqliteGraphStore:
             return {}
         rows = self._rows(
             "SELECT a.id AS after_id, b.* FROM episodes a JOIN episodes b ON b.user_id = a.user_id "
-            f"AND b.session_id = a.session_id AND b.seq = a.seq + 1 WHERE a.user_id=? AND a.id IN ({_marks(len(ids))})",
+            f"AND b.session_id = a.session_id AND b.seq = a.seq + 1 WHERE +a.user_id=? AND a.id IN ({_marks(len(ids))})",
             (user_id, *ids),
         )
         return {r["after_id"]: _episode(r) for r in rows}
@@ -351,7 +353,7 @@ class SqliteGraphStore:
         if not entity_ids:
             return {}
         out: dict[str, list[str]] = {}
-        for r in self._rows(f"SELECT entity_id, episode_id FROM mentions WHERE user_id=? AND entity_id IN "
+        for r in self._rows(f"SELECT entity_id, episode_id FROM mentions WHERE +user_id=? AND entity_id IN "
                             f"({_marks(len(entity_ids))}) ORDER BY episode_id", (user_id, *entity_ids)):
             out.setdefault(r["entity_id"], []).append(r["episode_id"])
         return out

@@ -24,6 +24,8 @@ from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
 from hippograph.vectors.payload import RRF_K
 
+#: a note or relation stands for at most this many of the episodes it came from: the latest ones
+SOURCES_PER_FACT = 3
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 
 
@@ -114,7 +116,8 @@ class Retriever:
         they came from more sharply than the whole message does."""
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note, MemoryKind.relation])
         hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
-        order = [ep for h in hits for ep in h.source_ids if ep not in exclude_ids]
+        # a fact said many times points at its latest few sayings, not at all of them
+        order = [ep for h in hits for ep in h.source_ids[-SOURCES_PER_FACT:] if ep not in exclude_ids]
         order = list(dict.fromkeys(order))
         missing = [ep for ep in order if ep not in found]
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, missing)} if missing else {}
@@ -241,7 +244,7 @@ class Retriever:
             names[ent_id] = "the user" if ent is None or ent.is_user else ent.name
         facts = [f"{names[r.source_id]} -[{r.predicate}]-> {names[r.target_id]}" for r in relations]
         ranked = self.graph.rank_episodes(user_id, weights, limit=plan.graph_limit + len(exclude_ids))
-        said = [ep for r in relations for ep in r.source_episode_ids]
+        said = [ep for r in relations for ep in r.source_episode_ids[-SOURCES_PER_FACT:]]
         keep = [ep for ep in dict.fromkeys(said + [ep for ep, _ in ranked]) if ep not in exclude_ids][: plan.graph_limit]
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, keep)}
         return [_from_episode(episodes[ep], "graph") for ep in keep if ep in episodes], seeds, facts
