@@ -240,16 +240,15 @@ class Hippograph:
             draft.items["summary"] = self._summary(omitted)
         trace: dict = {}
         if known:
-            dense = self.indexer.embedder.embed([query])[0]  # once, for notes and memories
-            notes = self.retriever.relevant_notes(plan, user_id, query, dense)
+            shown = {e.id for e in pinned + recent}
+            cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
+            notes = self.retriever.relevant_notes(plan, user_id, trace.get("notes", []))
             latest = {n.id: n.source_episode_ids[-PROVENANCE_IN_CONTEXT:] for n in notes}
             client = self._client_ids(user_id, [ep for eps in latest.values() for ep in eps])
             draft.items["notes"] = [ContextItem(id=n.id, section="notes", kind="note", text=n.text,
                                                 timestamp=n.valid_at, via=["notes"],
                                                 provenance=[client.get(ep, ep) for ep in latest[n.id]])
                                     for n in notes]
-            shown = {e.id for e in pinned + recent}
-            cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown, dense=dense)
             outdated = self._outdated_episodes(user_id, [c.id for c in cands])
             draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id)) for c in _dedupe(cands)]
         draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]

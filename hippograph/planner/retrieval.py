@@ -86,8 +86,8 @@ class Retriever:
             for rank, c in enumerate(found.values()):
                 c.score = rank_score(rank)
         trace["recall"] = len(found)
-        if plan.derived_weight:
-            trace["derived"] = self._derived(plan, user_id, query, dense, found, exclude_ids)
+        if plan.derived_weight or plan.notes_limit:
+            trace["derived"], trace["notes"] = self._derived(plan, user_id, query, dense, found, exclude_ids)
         windows = date_windows(query) if plan.dated_weight else []
         if windows:
             trace["dated"] = self._dated(plan, user_id, query, dense, windows, found, exclude_ids)
@@ -111,11 +111,15 @@ class Retriever:
     def _derived(
         self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, found: dict[str, Candidate],
         exclude_ids: set[str],
-    ) -> int:
+    ) -> tuple[int, list[str]]:
         """Notes and relation facts are short: matched against the query they point at the message
-        they came from more sharply than the whole message does."""
+        they came from more sharply than the whole message does. The same search picks the notes the
+        block shows (their ids, best first, are returned)."""
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note, MemoryKind.relation])
         hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
+        notes = [h.id for h in hits if h.kind == MemoryKind.note][: plan.notes_limit]
+        if not plan.derived_weight:
+            return 0, notes
         # a fact said many times points at its latest few sayings, not at all of them
         order = [ep for h in hits for ep in h.source_ids[-SOURCES_PER_FACT:] if ep not in exclude_ids]
         order = list(dict.fromkeys(order))
@@ -130,7 +134,7 @@ class Retriever:
             elif "derived" not in got.via:
                 got.via.append("derived")
             got.score += plan.derived_weight * rank_score(rank)
-        return len(missing)
+        return len(missing), notes
 
     def _dated(
         self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None,
@@ -249,16 +253,12 @@ class Retriever:
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, keep)}
         return [_from_episode(episodes[ep], "graph") for ep in keep if ep in episodes], seeds, facts
 
-    def relevant_notes(self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None = None) -> list[Note]:
-        """Every current note (profile plan), else the `plan.notes_limit` most similar ones."""
+    def relevant_notes(self, plan: Plan, user_id: str, matched: Sequence[str]) -> list[Note]:
+        """Every current note (profile plan), else the current ones among those the query matched."""
         if plan.all_notes:
             return self.graph.list_notes(user_id)
-        if plan.notes_limit <= 0:
-            return []
-        flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note])
-        hits = self.indexer.search(flt, query, plan.notes_limit, dense_vector=dense)
-        by_id = {n.id: n for n in self.graph.notes_by_ids([h.id for h in hits]) if n.current}
-        return [by_id[h.id] for h in hits if h.id in by_id]
+        by_id = {n.id: n for n in self.graph.notes_by_ids(list(matched)) if n.current}
+        return [by_id[i] for i in matched if i in by_id]
 
 
 _STOP = frozenset(
