@@ -8,7 +8,7 @@ Works against the store protocols only; it never knows which backend is running.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -60,6 +60,25 @@ def _from_hit(h: VectorHit, route: str) -> Candidate:
     return Candidate(h.id, h.kind.value, h.text, h.timestamp, h.source_ids, h.score, [route], h.session_id)
 
 
+def _credit(found: dict[str, Candidate], ranked: Iterable[Candidate | None], route: str, weight: float) -> int:
+    """One route's ranked list joins the fused scores: each candidate gains `weight` times the
+    reciprocal-rank score of its place (a None keeps its place but is skipped). Returns how many
+    candidates were new."""
+    new = 0
+    for rank, c in enumerate(ranked):
+        if c is None:
+            continue
+        got = found.get(c.id)
+        if got is None:
+            got = found[c.id] = c
+            c.score, c.via = 0.0, [route]
+            new += 1
+        elif route not in got.via:
+            got.via.append(route)
+        got.score += weight * rank_score(rank)
+    return new
+
+
 def _from_episode(e: Episode, route: str) -> Candidate:
     return Candidate(e.id, MemoryKind.episode.value, episode_text(e), e.timestamp, [e.client_id or e.id], 0.0,
                      [route], e.session_id)
@@ -99,11 +118,7 @@ class Retriever:
             trace["linked_entities"] = [e.name for e in seeds]
             trace["graph_facts"] = facts
             trace["graph_episodes"] = len(ranked)
-            for rank, c in enumerate(ranked):
-                got = found.setdefault(c.id, c)
-                got.score += plan.graph_weight * rank_score(rank)
-                if got is not c:
-                    got.via.append("graph")
+            _credit(found, ranked, "graph", plan.graph_weight)
         if plan.reply_weight:
             trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
         return sorted(found.values(), key=lambda c: -c.score), trace
@@ -125,16 +140,8 @@ class Retriever:
         order = list(dict.fromkeys(order))
         missing = [ep for ep in order if ep not in found]
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, missing)} if missing else {}
-        for rank, ep in enumerate(order):
-            got = found.get(ep)
-            if got is None:
-                if ep not in episodes:
-                    continue
-                got = found[ep] = _from_episode(episodes[ep], "derived")
-            elif "derived" not in got.via:
-                got.via.append("derived")
-            got.score += plan.derived_weight * rank_score(rank)
-        return len(missing), notes
+        ranked = [found.get(ep) or (_from_episode(episodes[ep], "derived") if ep in episodes else None) for ep in order]
+        return _credit(found, ranked, "derived", plan.derived_weight), notes
 
     def _dated(
         self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None,
@@ -146,14 +153,7 @@ class Retriever:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start,
                                until=end - timedelta(microseconds=1))
             hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
-            for rank, h in enumerate(x for x in hits if x.id not in exclude_ids):
-                got = found.get(h.id)
-                if got is None:
-                    got = found[h.id] = _from_hit(h, "dated")
-                    got.score = 0.0
-                elif "dated" not in got.via:
-                    got.via.append("dated")
-                got.score += plan.dated_weight * rank_score(rank)
+            _credit(found, (_from_hit(h, "dated") for h in hits if h.id not in exclude_ids), "dated", plan.dated_weight)
         return [f"{a:%Y-%m-%d}..{b - timedelta(days=1):%Y-%m-%d}" for a, b in windows]
 
     def _expand(
@@ -174,16 +174,8 @@ class Retriever:
         added = 0
         for i, (c, text, vector) in enumerate(zip(top, texts, vectors, strict=True)):
             hits = self.indexer.search(flt, text, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector)
-            ranked = [h for h in hits if h.id != c.id and h.id not in exclude_ids]
-            for rank, h in enumerate(ranked):
-                got = found.get(h.id)
-                if got is None:
-                    got = found[h.id] = _from_hit(h, "expansion")
-                    got.score = 0.0
-                    added += 1
-                elif "expansion" not in got.via:
-                    got.via.append("expansion")
-                got.score += plan.expand_weight / (i + 1) * rank_score(rank)
+            ranked = (_from_hit(h, "expansion") for h in hits if h.id != c.id and h.id not in exclude_ids)
+            added += _credit(found, ranked, "expansion", plan.expand_weight / (i + 1))
         return added
 
     def _bring_replies(self, plan: Plan, user_id: str, found: dict[str, Candidate], exclude_ids: set[str]) -> int:
