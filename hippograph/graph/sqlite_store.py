@@ -45,6 +45,8 @@ class SqliteGraphStore:
         self._lock = threading.RLock()
         self._graphs: dict[str, nx.MultiDiGraph] = {}
         self._ppr: dict[str, PageRankGraph] = {}  # entities + episodes, dropped when a user's graph changes
+        # episode id -> the superseded notes and invalid relations it said, per user; dropped on any change
+        self._history: dict[str, dict[str, tuple[list[Note], list[Relation]]]] = {}
         self._depth = 0
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -68,6 +70,7 @@ class SqliteGraphStore:
                 self._conn = None
             self._graphs.clear()
             self._ppr.clear()
+            self._history.clear()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -96,11 +99,13 @@ class SqliteGraphStore:
                 conn.execute("ROLLBACK")
                 self._graphs.clear()  # the cache may hold what was rolled back
                 self._ppr.clear()
+                self._history.clear()
                 raise BackendUnavailable(f"graph database write failed: {exc}") from exc
             except BaseException:
                 conn.execute("ROLLBACK")
                 self._graphs.clear()
                 self._ppr.clear()
+                self._history.clear()
                 raise
             finally:
                 self._depth = 0
@@ -139,6 +144,7 @@ class SqliteGraphStore:
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         self._graphs.pop(user_id, None)
         self._ppr.pop(user_id, None)
+        self._history.pop(user_id, None)
 
     # --- episodes ------------------------------------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
@@ -314,6 +320,7 @@ class SqliteGraphStore:
 
     def _cache_edge(self, rel: Relation) -> None:
         self._ppr.pop(rel.user_id, None)
+        self._history.pop(rel.user_id, None)
         g = self._graphs.get(rel.user_id)
         if g is not None:
             g.add_edge(rel.source_id, rel.target_id, key=rel.id, predicate=rel.predicate,
@@ -424,6 +431,7 @@ class SqliteGraphStore:
 
     # --- notes ---------------------------------------------------------------------------------
     def add_note(self, note: Note) -> None:
+        self._history.pop(note.user_id, None)
         with self._tx() as c:
             c.execute(
                 "INSERT OR REPLACE INTO notes(id,user_id,kind,text,slot,valid_at,invalid_at,superseded_by,"
@@ -434,6 +442,7 @@ class SqliteGraphStore:
             )
 
     def supersede_note(self, old_id: str, new_id: str, at: datetime) -> None:
+        self._history.clear()
         with self._tx() as c:
             c.execute("UPDATE notes SET invalid_at=?, superseded_by=? WHERE id=?", (_iso(at), new_id, old_id))
 
@@ -453,17 +462,33 @@ class SqliteGraphStore:
         return [_note(r) for r in rows]
 
     def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
-        if not episode_ids:
-            return [], []
-        found = []
-        for table, order in (("notes", "valid_at"), ("relations", "id")):
-            found.append(self._rows(
-                f"SELECT * FROM {table} t WHERE t.user_id=? AND t.invalid_at IS NOT NULL AND EXISTS "
-                f"(SELECT 1 FROM json_each(t.episodes) j WHERE j.value IN ({_marks(len(episode_ids))})) "
-                f"ORDER BY t.{order}", (user_id, *episode_ids)))
-        return [_note(r) for r in found[0]], [_relation(r) for r in found[1]]
+        with self._lock:
+            by_episode = self._history.get(user_id)
+        if by_episode is None:  # read once per user, then kept until a note or relation of the user changes
+            by_episode = {}
+            for r in self._rows("SELECT * FROM notes WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY valid_at",
+                                (user_id,)):
+                note = _note(r)
+                for ep in note.source_episode_ids:
+                    by_episode.setdefault(ep, ([], []))[0].append(note)
+            for r in self._rows("SELECT * FROM relations WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY id",
+                                (user_id,)):
+                rel = _relation(r)
+                for ep in rel.source_episode_ids:
+                    by_episode.setdefault(ep, ([], []))[1].append(rel)
+            with self._lock:
+                self._history[user_id] = by_episode
+        notes: dict[str, Note] = {}
+        relations: dict[str, Relation] = {}
+        for ep in episode_ids:
+            said_notes, said_relations = by_episode.get(ep, ([], []))
+            notes.update((n.id, n) for n in said_notes)
+            relations.update((r.id, r) for r in said_relations)
+        return (sorted(notes.values(), key=lambda n: n.valid_at),
+                sorted(relations.values(), key=lambda r: r.id))
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
+        self._history.pop(user_id, None)
         with self._tx() as c:
             return bool(c.execute("DELETE FROM notes WHERE user_id=? AND id=?", (user_id, note_id)).rowcount)
 
