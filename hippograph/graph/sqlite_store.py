@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import networkx as nx
 
@@ -22,6 +23,8 @@ from hippograph.graph.base import Subgraph
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import SCHEMA, normalise
 from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, stable_id
+
+T = TypeVar("T")
 
 USER_ENTITY_KEY = "<user>"
 
@@ -44,9 +47,9 @@ class SqliteGraphStore:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._graphs: dict[str, nx.MultiDiGraph] = {}
-        self._ppr: dict[str, PageRankGraph] = {}  # entities + episodes, dropped when a user's graph changes
-        # episode id -> the superseded notes and invalid relations it said, per user; dropped on any change
-        self._history: dict[str, dict[str, tuple[list[Note], list[Relation]]]] = {}
+        self._ppr: PerUser[PageRankGraph] = PerUser()  # entities + episodes, dropped when a user's graph changes
+        # episode id -> the superseded notes and invalid relations it said; dropped when they change
+        self._history: PerUser[dict[str, tuple[list[Note], list[Relation]]]] = PerUser()
         self._depth = 0
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -69,8 +72,8 @@ class SqliteGraphStore:
                 self._conn.close()
                 self._conn = None
             self._graphs.clear()
-            self._ppr.clear()
-            self._history.clear()
+            self._ppr.drop()
+            self._history.drop()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -98,14 +101,14 @@ class SqliteGraphStore:
             except sqlite3.Error as exc:
                 conn.execute("ROLLBACK")
                 self._graphs.clear()  # the cache may hold what was rolled back
-                self._ppr.clear()
-                self._history.clear()
+                self._ppr.drop()
+                self._history.drop()
                 raise BackendUnavailable(f"graph database write failed: {exc}") from exc
             except BaseException:
                 conn.execute("ROLLBACK")
                 self._graphs.clear()
-                self._ppr.clear()
-                self._history.clear()
+                self._ppr.drop()
+                self._history.drop()
                 raise
             finally:
                 self._depth = 0
@@ -143,8 +146,8 @@ class SqliteGraphStore:
             for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "users"):
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         self._graphs.pop(user_id, None)
-        self._ppr.pop(user_id, None)
-        self._history.pop(user_id, None)
+        self._ppr.drop(user_id)
+        self._history.drop(user_id)
 
     # --- episodes ------------------------------------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
@@ -319,8 +322,8 @@ class SqliteGraphStore:
         return out
 
     def _cache_edge(self, rel: Relation) -> None:
-        self._ppr.pop(rel.user_id, None)
-        self._history.pop(rel.user_id, None)
+        self._ppr.drop(rel.user_id)
+        self._history.drop(rel.user_id)
         g = self._graphs.get(rel.user_id)
         if g is not None:
             g.add_edge(rel.source_id, rel.target_id, key=rel.id, predicate=rel.predicate,
@@ -354,7 +357,7 @@ class SqliteGraphStore:
                 return
             c.executemany("INSERT OR IGNORE INTO mentions(user_id,episode_id,entity_id) VALUES (?,?,?)",
                           [(row["user_id"], episode_id, eid) for eid in entity_ids])
-        self._ppr.pop(row["user_id"], None)
+        self._ppr.drop(row["user_id"])
 
     def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
         if not entity_ids:
@@ -405,8 +408,8 @@ class SqliteGraphStore:
         return sorted(ranks.items(), key=lambda kv: -kv[1])[:limit]
 
     def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:
-        with self._lock:
-            graph = self._ppr.get(user_id)
+        generation = self._ppr.generation
+        graph = self._ppr.get(user_id)
         if graph is None:
             graph = PageRankGraph(
                 [(r["episode_id"], r["entity_id"]) for r in self._rows(
@@ -415,8 +418,7 @@ class SqliteGraphStore:
                     (user_id, *ATTRIBUTE_TYPES))],
                 [(r["source_id"], r["target_id"]) for r in self._rows(
                     "SELECT source_id, target_id FROM relations WHERE user_id=? AND invalid_at IS NULL", (user_id,))])
-            with self._lock:
-                self._ppr[user_id] = graph
+            self._ppr.put(user_id, graph, generation)
         return graph.rank_episodes(seeds, limit)
 
     def relations_of(self, user_id: str, entity_ids: Sequence[str], include_invalid: bool = False) -> list[Relation]:
@@ -431,7 +433,7 @@ class SqliteGraphStore:
 
     # --- notes ---------------------------------------------------------------------------------
     def add_note(self, note: Note) -> None:
-        self._history.pop(note.user_id, None)
+        self._history.drop(note.user_id)
         with self._tx() as c:
             c.execute(
                 "INSERT OR REPLACE INTO notes(id,user_id,kind,text,slot,valid_at,invalid_at,superseded_by,"
@@ -442,7 +444,7 @@ class SqliteGraphStore:
             )
 
     def supersede_note(self, old_id: str, new_id: str, at: datetime) -> None:
-        self._history.clear()
+        self._history.drop()
         with self._tx() as c:
             c.execute("UPDATE notes SET invalid_at=?, superseded_by=? WHERE id=?", (_iso(at), new_id, old_id))
 
@@ -462,8 +464,8 @@ class SqliteGraphStore:
         return [_note(r) for r in rows]
 
     def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
-        with self._lock:
-            by_episode = self._history.get(user_id)
+        generation = self._history.generation
+        by_episode = self._history.get(user_id)
         if by_episode is None:  # read once per user, then kept until a note or relation of the user changes
             by_episode = {}
             for r in self._rows("SELECT * FROM notes WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY valid_at",
@@ -476,8 +478,7 @@ class SqliteGraphStore:
                 rel = _relation(r)
                 for ep in rel.source_episode_ids:
                     by_episode.setdefault(ep, ([], []))[1].append(rel)
-            with self._lock:
-                self._history[user_id] = by_episode
+            self._history.put(user_id, by_episode, generation)
         notes: dict[str, Note] = {}
         relations: dict[str, Relation] = {}
         for ep in episode_ids:
@@ -488,9 +489,37 @@ class SqliteGraphStore:
                 sorted(relations.values(), key=lambda r: r.id))
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
-        self._history.pop(user_id, None)
+        self._history.drop(user_id)
         with self._tx() as c:
             return bool(c.execute("DELETE FROM notes WHERE user_id=? AND id=?", (user_id, note_id)).rowcount)
+
+
+class PerUser(Generic[T]):
+    """Values derived from one user's data, dropped when that data changes. A value computed from
+    reads that began before a drop is not kept: the generation has moved on."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, T] = {}
+        self._lock = threading.Lock()
+        self.generation = 0
+
+    def get(self, user_id: str) -> T | None:
+        with self._lock:
+            return self._items.get(user_id)
+
+    def put(self, user_id: str, value: T, generation: int) -> None:
+        with self._lock:
+            if generation == self.generation:
+                self._items[user_id] = value
+
+    def drop(self, user_id: str | None = None) -> None:
+        """Forget one user's value, or every value."""
+        with self._lock:
+            self.generation += 1
+            if user_id is None:
+                self._items.clear()
+            else:
+                self._items.pop(user_id, None)
 
 
 def _episode(r: sqlite3.Row) -> Episode:

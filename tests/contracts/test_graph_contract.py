@@ -153,6 +153,7 @@ def test_notes_supersede_and_delete(store: GraphStore) -> None:
                slot="fact:manage", valid_at=T0 + timedelta(days=30), source_episode_ids=["e9"])
     store.add_note(old)
     store.add_note(new)
+    assert store.superseded("u1", ["e1", "e9"]) == ([], [])  # read (and, where kept, cached) before the change
     store.supersede_note("n1", "n2", new.valid_at)
     assert store.current_note_by_slot("u1", "fact:manage").id == "n2"
     assert [n.id for n in store.list_notes("u1")] == ["n2"]
