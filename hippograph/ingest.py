@@ -21,6 +21,7 @@ from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extractio
 from hippograph.extraction.tool_output import essentials
 from hippograph.graph.base import GraphStore
 from hippograph.models import (
+    AuditEvent,
     DocumentIn,
     Entity,
     Episode,
@@ -180,7 +181,7 @@ class Ingestor:
         with self.graph.batch():
             by_name = self._resolve(user_id, user, ex)
             relations = self._relations(user_id, user, ex, by_name, when, stale)
-            notes = self._notes(user_id, ex, when, result, stale)
+            notes = self._notes(user_id, ex, when, result, stale, f"extractor:{ex.extractor or self.extractor.name}")
             for ep_id, names in ex.mentions.items():
                 self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
             self.graph.set_indexed(list(small), False)
@@ -228,11 +229,14 @@ class Ingestor:
         return touched
 
     def _notes(
-        self, user_id: str, ex: Extraction, when: dict[str, datetime], result: IngestResult, stale: list[str]
+        self, user_id: str, ex: Extraction, when: dict[str, datetime], result: IngestResult, stale: list[str],
+        actor: str,
     ) -> list[Note]:
         """Create, supersede or confirm notes; returns every one touched, all to be (re)indexed
-        (re-indexing an unchanged note is idempotent, and repairs one whose indexing failed)."""
+        (re-indexing an unchanged note is idempotent, and repairs one whose indexing failed). Creations
+        and supersessions go to the audit log in the same transaction."""
         touched: list[Note] = []
+        events: list[AuditEvent] = []
         for n in ex.notes:
             at = when.get(n.episode_id, utcnow())
             current = self.graph.current_note_by_slot(user_id, n.slot)
@@ -245,13 +249,24 @@ class Ingestor:
             note = Note(id=new_id("note"), user_id=user_id, kind=n.kind, text=n.text, slot=n.slot,
                         valid_at=at, source_episode_ids=[n.episode_id])
             self.graph.add_note(note)
+            events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None, at))
             if current is not None:
                 self.graph.supersede_note(current.id, note.id, at)
                 stale.append(current.id)
+                events.append(audit_event(user_id, actor, "supersede", current.id, current.text, note.id, at))
             touched.append(note)
             result.notes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
                                            superseded=current.id if current else None))
+        self.graph.add_audit(events)
         return touched
+
+
+def audit_event(
+    user_id: str, actor: str, action: str, item_id: str, text: str | None, related_id: str | None = None,
+    at: datetime | None = None, item_kind: str = "note",
+) -> AuditEvent:
+    return AuditEvent(id=new_id("audit"), user_id=user_id, at=at or utcnow(), actor=actor, action=action,
+                      item_kind=item_kind, item_id=item_id, text=text, related_id=related_id)
 
 
 def episode_record(e: Episode) -> VectorRecord:

@@ -90,6 +90,20 @@ class Note(BaseModel):
         return self.invalid_at is None
 
 
+class AuditEvent(BaseModel):
+    """One change to a user's long-term memory: who did what to which item, and when."""
+
+    id: str
+    user_id: str
+    at: datetime
+    actor: str = Field(description="Who made the change: 'extractor:<name>' for the write path, else the caller.")
+    action: str = Field(description="create | supersede | correct | delete")
+    item_kind: str = Field(description="note | memory")
+    item_id: str
+    text: str | None = Field(None, description="The item's text after the change (before it, for a delete).")
+    related_id: str | None = Field(None, description="The item that replaced it, or that it replaced.")
+
+
 class Entity(BaseModel):
     id: str
     user_id: str

@@ -13,26 +13,31 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from hippograph.config import ContextSettings
-from hippograph.errors import InvalidInput, NotFound
+from hippograph.errors import Conflict, InvalidInput, NotFound
 from hippograph.extraction.base import Extractor
 from hippograph.graph.base import GraphStore, Subgraph
 from hippograph.ingest import (
     Ingestor,
     IngestResult,
+    audit_event,
     episode_record,
     episode_text,
     note_record,
     relation_record,
 )
 from hippograph.models import (
+    AuditEvent,
     DocumentIn,
     Entity,
     Episode,
     EpisodeKind,
     MemoryKind,
     MessageIn,
+    Note,
     NoteKind,
     VectorRecord,
+    new_id,
+    utcnow,
 )
 from hippograph.planner.context import ContextItem, Draft, fit
 from hippograph.planner.plans import PLANS, Plan, choose_plan
@@ -150,11 +155,43 @@ class Hippograph:
         self.indexer.store.delete_user(user_id)
         self.graph.delete_user(user_id)
 
-    def delete_note(self, user_id: str, item_id: str) -> None:
+    def delete_note(self, user_id: str, item_id: str, actor: str = "api") -> None:
         self._require_user(user_id)
-        if not self.graph.delete_note(user_id, item_id):
-            raise NotFound(f"user {user_id!r} has no profile item {item_id!r}")
+        note = self._own_note(user_id, item_id)
+        with self.graph.batch():
+            self.graph.delete_note(user_id, item_id)
+            self.graph.add_audit([audit_event(user_id, actor, "delete", item_id, note.text)])
         self.indexer.store.delete([item_id])
+
+    def correct_note(self, user_id: str, item_id: str, text: str, actor: str = "api") -> Note:
+        """Replace a current profile item with the corrected text: the old item keeps its history
+        (valid until now, superseded by the correction), the new one keeps the old one's sources."""
+        self._require_user(user_id)
+        old = self._own_note(user_id, item_id)
+        if not old.current:
+            raise Conflict(f"profile item {item_id!r} was already replaced by {old.superseded_by!r}: "
+                           "correct the current item")
+        now = utcnow()
+        new = Note(id=new_id("note"), user_id=user_id, kind=old.kind, text=text.strip(), slot=old.slot,
+                   valid_at=now, source_episode_ids=list(old.source_episode_ids))
+        with self.graph.batch():
+            self.graph.add_note(new)
+            self.graph.supersede_note(old.id, new.id, now)
+            self.graph.add_audit([audit_event(user_id, actor, "correct", new.id, new.text, old.id, now),
+                                  audit_event(user_id, actor, "supersede", old.id, old.text, new.id, now)])
+        self.indexer.store.delete([old.id])
+        self.indexer.index([note_record(new)])
+        return new
+
+    def _own_note(self, user_id: str, item_id: str) -> Note:
+        found = [n for n in self.graph.notes_by_ids([item_id]) if n.user_id == user_id]
+        if not found:
+            raise NotFound(f"user {user_id!r} has no profile item {item_id!r}")
+        return found[0]
+
+    def audit(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
+        self._require_user(user_id)
+        return self.graph.audit_log(user_id, item_id, limit)
 
     # --- reads ---------------------------------------------------------------------------------
     def _require_user(self, user_id: str) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from hippograph.models import Entity, Episode, Note, Relation
+from hippograph.models import AuditEvent, Entity, Episode, Note, Relation
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,14 @@ class GraphStore(Protocol):
     def list_notes(self, user_id: str, include_history: bool = False) -> list[Note]: ...
 
     def delete_note(self, user_id: str, note_id: str) -> bool: ...
+
+    def add_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Append to the user's audit log (part of the surrounding batch(), like any write)."""
+        ...
+
+    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
+        """The user's audit events, oldest first (only those about `item_id` when given)."""
+        ...
 
     def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
         """The user's notes and relations that are no longer current and came from any of these episodes."""

@@ -35,6 +35,8 @@ SCHEMA = [
     "CREATE INDEX hg_episode_processed IF NOT EXISTS FOR (e:Episode) ON (e.processed)",
     "CREATE INDEX hg_episode_ord IF NOT EXISTS FOR (e:Episode) ON (e.ord)",
     "CREATE INDEX hg_note_user IF NOT EXISTS FOR (n:Note) ON (n.user_id)",
+    "CREATE CONSTRAINT hg_audit_id IF NOT EXISTS FOR (a:Audit) REQUIRE a.id IS UNIQUE",
+    "CREATE INDEX hg_audit_user IF NOT EXISTS FOR (a:Audit) ON (a.user_id, a.ord)",
     "CREATE INDEX hg_note_slot IF NOT EXISTS FOR (n:Note) ON (n.user_id, n.slot)",
     "CREATE INDEX hg_note_ord IF NOT EXISTS FOR (n:Note) ON (n.ord)",
     "CREATE INDEX hg_note_superseded IF NOT EXISTS FOR (n:Note) ON (n.superseded_by)",
@@ -58,7 +60,7 @@ CALL (u) {
 }
 """
 DELETE_CHUNK = "MATCH (n:{0} {{user_id: $user}}) WITH n LIMIT $chunk DETACH DELETE n RETURN count(*) AS n"
-DELETE_ORDER = ("Note", "Episode", "Entity", "User")  # the User node last: a failed delete can be rerun
+DELETE_ORDER = ("Audit", "Note", "Episode", "Entity", "User")  # the User node last: a failed delete can be rerun
 
 # --- episodes ------------------------------------------------------------------------------------
 ADD_EPISODES = f"""
@@ -240,6 +242,18 @@ MATCH (n:Note {{user_id: $user, slot: $slot}}) WHERE n.invalid_at IS NULL
 LIST_NOTES = f"""
 MATCH (n:Note {{user_id: $user}}) WHERE $history OR n.invalid_at IS NULL
 {_NOTE} ORDER BY n.valid_at, n.slot, n.invalid_at IS NOT NULL, n.invalid_at, n.ord
+"""
+# --- audit ---------------------------------------------------------------------------------------
+# Audit events are nodes of their own (label Audit), in append order (ord), captioned by their action.
+ADD_AUDIT = f"""
+WITH {_TOP_ORD.format("Audit")} AS top
+UNWIND $rows AS row
+MERGE (a:Audit {{id: row.props.id}})
+ON CREATE SET a += row.props, a.ord = top + row.i, a.name = row.props.action + ' ' + row.props.item_kind
+"""
+AUDIT_LOG = """
+MATCH (a:Audit {user_id: $user}) WHERE $item IS NULL OR a.item_id = $item OR a.related_id = $item
+RETURN a {.*} AS a ORDER BY a.ord LIMIT $limit
 """
 SUPERSEDED_NOTES = f"""
 MATCH (n:Note {{user_id: $user}}) WHERE n.invalid_at IS NOT NULL AND any(x IN n.episodes WHERE x IN $ids)

@@ -35,7 +35,7 @@ from hippograph.graph.base import Subgraph
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
-from hippograph.models import Entity, Episode, Note, Relation, stable_id
+from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, stable_id
 
 Tx = AsyncManagedTransaction | AsyncTransaction
 Rows = list[dict[str, Any]]
@@ -479,6 +479,16 @@ class Neo4jGraphStore:
 
     def list_notes(self, user_id: str, include_history: bool = False) -> list[Note]:
         return [cy.to_note(r["n"]) for r in self._query(cy.LIST_NOTES, user=user_id, history=include_history)]
+
+    def add_audit(self, events: Sequence[AuditEvent]) -> None:
+        if events:
+            rows = [{"i": i + 1, "props": {**e.model_dump(), "at": cy.to_neo(e.at)}} for i, e in enumerate(events)]
+            self._update(cy.ADD_AUDIT, rows=rows)
+
+    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
+        rows = self._query(cy.AUDIT_LOG, user=user_id, item=item_id, limit=limit if limit >= 0 else NO_LIMIT)
+        return [AuditEvent.model_validate({k: cy.from_neo(v) for k, v in r["a"].items() if k not in ("ord", "name")})
+                for r in rows]
 
     def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
         if not episode_ids:

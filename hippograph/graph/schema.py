@@ -79,6 +79,19 @@ CREATE TABLE IF NOT EXISTS notes (
     created_at    TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS notes_slot ON notes(user_id, slot, invalid_at);
+CREATE TABLE IF NOT EXISTS audit (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         TEXT NOT NULL UNIQUE,
+    user_id    TEXT NOT NULL,
+    at         TEXT NOT NULL,
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    item_kind  TEXT NOT NULL,
+    item_id    TEXT NOT NULL,
+    text       TEXT,
+    related_id TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_user ON audit(user_id, seq);
 """
 
 _ARTICLES = re.compile(r"^(the|a|an|my|our|his|her|their|your)\s+")

@@ -22,7 +22,17 @@ from hippograph.errors import BackendUnavailable
 from hippograph.graph.base import Subgraph
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import SCHEMA, normalise
-from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, stable_id
+from hippograph.models import (
+    AuditEvent,
+    Entity,
+    Episode,
+    EpisodeKind,
+    Note,
+    NoteKind,
+    Relation,
+    Role,
+    stable_id,
+)
 
 T = TypeVar("T")
 
@@ -143,7 +153,7 @@ class SqliteGraphStore:
 
     def delete_user(self, user_id: str) -> None:
         with self._tx() as c:
-            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "users"):
+            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "audit", "users"):
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         self._graphs.pop(user_id, None)
         self._ppr.drop(user_id)
@@ -462,6 +472,25 @@ class SqliteGraphStore:
         cond = "" if include_history else "AND invalid_at IS NULL"
         rows = self._rows(f"SELECT * FROM notes WHERE user_id=? {cond} ORDER BY valid_at", (user_id,))
         return [_note(r) for r in rows]
+
+    def add_audit(self, events: Sequence[AuditEvent]) -> None:
+        if not events:
+            return
+        with self._tx() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO audit(id,user_id,at,actor,action,item_kind,item_id,text,related_id) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                [(e.id, e.user_id, _iso(e.at), e.actor, e.action, e.item_kind, e.item_id, e.text, e.related_id)
+                 for e in events])
+
+    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
+        scope, params = ("AND (item_id=? OR related_id=?)", (item_id, item_id)) if item_id else ("", ())
+        rows = self._rows(f"SELECT * FROM audit WHERE user_id=? {scope} ORDER BY seq LIMIT ?",
+                          (user_id, *params, limit))
+        return [AuditEvent(id=r["id"], user_id=r["user_id"], at=datetime.fromisoformat(r["at"]), actor=r["actor"],
+                           action=r["action"],
+                           item_kind=r["item_kind"], item_id=r["item_id"], text=r["text"], related_id=r["related_id"])
+                for r in rows]
 
     def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
         generation = self._history.generation

@@ -48,6 +48,21 @@ class ContextRequest(Strict):
     )
 
 
+Actor = Field("api", min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$",
+              description="Who makes the change, as the audit log records it (an agent, a user, a tool).")
+
+
+class CorrectionRequest(Strict):
+    text: str = Field(min_length=1, max_length=2000, description="The corrected text of the profile item.")
+    actor: str = Actor
+
+    @model_validator(mode="after")
+    def _not_blank(self) -> CorrectionRequest:
+        if not self.text.strip():
+            raise ValueError("text: a correction cannot be blank")
+        return self
+
+
 class SearchRequest(Strict):
     user_id: str = Id
     query: str = Field(min_length=1, max_length=20_000)

@@ -12,7 +12,7 @@ import pytest
 from hippograph.errors import BackendUnavailable, InvalidInput
 from hippograph.graph.base import GraphStore
 from hippograph.graph.neo4j_store import Neo4jGraphStore
-from hippograph.models import Entity, Episode, Note, NoteKind, Relation, Role, new_id
+from hippograph.models import AuditEvent, Entity, Episode, Note, NoteKind, Relation, Role, new_id
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -163,6 +163,28 @@ def test_notes_supersede_and_delete(store: GraphStore) -> None:
     assert [n.id for n in notes] == ["n1"] and relations == [] and store.superseded("u1", ["e9"]) == ([], [])
     assert store.delete_note("u1", "n2") and not store.delete_note("u1", "n2")
     assert not store.delete_note("u2", "n1")
+
+
+def test_audit_log_appends_in_order_and_filters_by_item(store: GraphStore) -> None:
+    def event(i: int, user: str, action: str, item: str, related: str | None = None) -> AuditEvent:
+        return AuditEvent(id=f"{user}-a{i}", user_id=user, at=T0 + timedelta(minutes=i // 2), actor="extractor:spacy",
+                          action=action, item_kind="note", item_id=item, text=f"text {i}", related_id=related)
+
+    store.ensure_user("u1")
+    store.ensure_user("u2")
+    with store.batch():
+        store.add_audit([event(0, "u1", "create", "n1"), event(1, "u1", "create", "n2", "n1"),
+                         event(2, "u1", "supersede", "n1", "n2")])
+    store.add_audit([event(3, "u1", "delete", "n2"), event(0, "u2", "create", "x")])
+    store.add_audit([event(3, "u1", "delete", "n2")])  # a retried write adds nothing
+    log = store.audit_log("u1")
+    assert [(e.action, e.item_id) for e in log] == [("create", "n1"), ("create", "n2"), ("supersede", "n1"),
+                                                    ("delete", "n2")]
+    assert log[2].related_id == "n2" and log[2].at == T0 + timedelta(minutes=1) and log[0].text == "text 0"
+    assert [e.id for e in store.audit_log("u1", item_id="n1")] == ["u1-a0", "u1-a1", "u1-a2"]
+    assert [e.id for e in store.audit_log("u1", limit=2)] == ["u1-a0", "u1-a1"]
+    store.delete_user("u1")
+    assert store.audit_log("u1") == [] and [e.id for e in store.audit_log("u2")] == ["u2-a0"]
 
 
 def test_delete_user_forgets_everything_of_that_user_only(store: GraphStore) -> None:

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 
 from hippograph.server.deps import Service
+from hippograph.server.schemas import CorrectionRequest
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
 UserId = Path(min_length=1, max_length=256)
@@ -15,10 +16,39 @@ def profile(service: Service, user_id: str = UserId, history: bool = False) -> d
     return service.profile(user_id, include_history=history)
 
 
+@router.get("/{user_id}/profile/history")
+def profile_history(service: Service, user_id: str = UserId) -> dict:
+    """Every profile item, current or replaced, with its validity interval (`valid_at`, `invalid_at`)
+    and what replaced it; replaced items are never shown as current."""
+    return service.profile(user_id, include_history=True)
+
+
+@router.patch("/{user_id}/profile/{item_id}")
+def correct_profile_item(service: Service, body: CorrectionRequest, item_id: str, user_id: str = UserId) -> dict:
+    """Correct a current profile item: a new item with the text replaces it, and the old one stays
+    in the history as superseded. Returns the new item."""
+    new = service.correct_note(user_id, item_id, body.text, actor=body.actor)
+    return {"id": new.id, "replaces": item_id, "kind": new.kind.value, "text": new.text,
+            "updated": new.valid_at.isoformat()}
+
+
 @router.delete("/{user_id}/profile/{item_id}")
-def delete_profile_item(service: Service, item_id: str, user_id: str = UserId) -> dict:
-    service.delete_note(user_id, item_id)
+def delete_profile_item(
+    service: Service, item_id: str, user_id: str = UserId,
+    actor: str = Query("api", min_length=1, max_length=256, description="Who deletes it, for the audit log."),
+) -> dict:
+    service.delete_note(user_id, item_id, actor=actor)
     return {"deleted": item_id}
+
+
+@router.get("/{user_id}/audit")
+def audit_log(
+    service: Service, user_id: str = UserId, item_id: str | None = Query(None, max_length=256),
+    limit: int = Query(1000, ge=1, le=10_000),
+) -> dict:
+    """Every creation, supersession, correction and deletion of the user's profile items, oldest
+    first, with who made it and when (`item_id` narrows it to one item and what replaced it)."""
+    return {"user_id": user_id, "events": [e.model_dump(mode="json") for e in service.audit(user_id, item_id, limit)]}
 
 
 @router.delete("/{user_id}")

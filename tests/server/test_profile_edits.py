@@ -1,0 +1,70 @@
+"""Correcting and deleting profile items over the API: history kept, never shown as current, and
+every change in the audit log with its actor."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+
+def remember(client: TestClient, user: str, mid: str, text: str, ts: str) -> None:
+    resp = client.post("/v1/memories", json={"user_id": user, "session_id": "s1", "messages": [
+        {"id": mid, "role": "user", "content": text, "timestamp": ts}]})
+    assert resp.status_code == 200, resp.text
+
+
+def fact_about(client: TestClient, user: str, word: str) -> dict:
+    facts = client.get(f"/v1/users/{user}/profile").json()["facts"]
+    return next(f for f in facts if word in f["fact"])
+
+
+def test_correct_an_item_keeps_history_and_audits(client: TestClient) -> None:
+    remember(client, "carol", "c1", "I live in Seattle.", "2024-02-01T10:00:00Z")
+    old = fact_about(client, "carol", "Seattle")
+    resp = client.patch(f"/v1/users/carol/profile/{old['id']}", json={"text": "Lives in Portland",
+                                                                       "actor": "user:carol"})
+    assert resp.status_code == 200, resp.text
+    new = resp.json()
+    assert new["replaces"] == old["id"] and new["text"] == "Lives in Portland" and new["id"] != old["id"]
+
+    facts = [f["fact"] for f in client.get("/v1/users/carol/profile").json()["facts"]]
+    assert "Lives in Portland" in facts and not any("Seattle" in f for f in facts)
+    history = {f["id"]: f for f in client.get("/v1/users/carol/profile/history").json()["facts"]}
+    assert history[old["id"]]["current"] is False and history[old["id"]]["superseded_by"] == new["id"]
+    assert history[new["id"]]["current"] is True and history[new["id"]]["source"] == old["source"]
+
+    ctx = client.post("/v1/context", json={"user_id": "carol", "query": "Where does Carol live?"}).json()
+    assert "Lives in Portland" in ctx["context"]
+    assert "outdated since" in ctx["context"]  # the old message is shown as history, not as today's truth
+
+    events = client.get("/v1/users/carol/audit").json()["events"]
+    assert [(e["action"], e["actor"]) for e in events] == [
+        ("create", "extractor:spacy"), ("correct", "user:carol"), ("supersede", "user:carol")]
+    assert events[1]["item_id"] == new["id"] and events[1]["related_id"] == old["id"]
+    one = client.get(f"/v1/users/carol/audit?item_id={old['id']}").json()["events"]
+    assert {e["action"] for e in one} == {"create", "correct", "supersede"}
+
+    again = client.patch(f"/v1/users/carol/profile/{old['id']}", json={"text": "Lives in Denver"})
+    assert again.status_code == 409 and new["id"] in again.json()["detail"]
+
+
+def test_bad_corrections_are_refused(client: TestClient) -> None:
+    remember(client, "dave", "d1", "I work at Initech.", "2024-02-01T10:00:00Z")
+    item = fact_about(client, "dave", "Initech")
+    assert client.patch("/v1/users/dave/profile/note_nope", json={"text": "x"}).status_code == 404
+    assert client.patch("/v1/users/nobody/profile/note_nope", json={"text": "x"}).status_code == 404
+    for body in ({"text": "   "}, {"text": ""}, {}, {"text": "ok", "extra": 1}, {"text": "x" * 2001}):
+        resp = client.patch(f"/v1/users/dave/profile/{item['id']}", json=body)
+        assert resp.status_code == 422, (body, resp.text)
+    assert fact_about(client, "dave", "Initech")["id"] == item["id"]  # nothing changed
+
+
+def test_delete_is_audited_with_its_actor(client: TestClient) -> None:
+    remember(client, "erin", "e1", "I prefer tea over coffee.", "2024-02-01T10:00:00Z")
+    prefs = client.get("/v1/users/erin/profile").json()["preferences"]
+    item = prefs[0]
+    assert client.delete(f"/v1/users/erin/profile/{item['id']}?actor=agent:support").status_code == 200
+    assert client.delete(f"/v1/users/erin/profile/{item['id']}").status_code == 404
+    events = client.get("/v1/users/erin/audit").json()["events"]
+    assert events[-1]["action"] == "delete" and events[-1]["actor"] == "agent:support"
+    assert events[-1]["text"] == item["pref"]
+    assert client.get("/v1/users/nobody/audit").status_code == 404
