@@ -94,7 +94,7 @@ def render(draft: Draft) -> str:
             continue
         lines = [SECTION_TITLES[section]]
         if section == "recent" and draft.gap_before_recent:
-            lines.append(f"[… {draft.gap_before_recent} earlier messages of this session are not shown …]")
+            lines.append(f"[{draft.gap_before_recent} earlier messages omitted]")
         lines += _memory_lines(items) if section == "memories" else [render_item(i, draft.dated) for i in items]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -102,7 +102,7 @@ def test_context_window_pins_and_marks_the_gap(client: TestClient) -> None:
     assert pinned == ["w0", "w1", "w2"]
     assert recent == [f"w{i}" for i in range(15, 25)]
     assert not set(pinned) & set(recent)
-    assert "12 earlier messages of this session are not shown" in ctx["context"]
+    assert "[12 earlier messages omitted]" in ctx["context"]
     text = ctx["context"]
     assert text.index("Start of this session") < text.index("Recent messages") < text.index("Current query")
 
