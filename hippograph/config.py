@@ -71,6 +71,14 @@ class ContextSettings(BaseModel):
     tokenizer: str = "cl100k_base"
 
 
+class WorldSettings(BaseModel):
+    """Tool results are the world's facts at one moment: kept as observations that expire, never as notes."""
+
+    tool_ttl_seconds: int = Field(3600, ge=1, description="How long a tool result stays valid by default.")
+    tool_ttl: dict[str, int] = Field(
+        default_factory=dict, description='Per tool name, e.g. HIPPOGRAPH_WORLD__TOOL_TTL=\'{"weather": 600}\'.')
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HIPPOGRAPH_", env_nested_delimiter="__", extra="ignore")
 
@@ -85,3 +93,4 @@ class Settings(BaseSettings):
     embeddings: EmbeddingSettings = EmbeddingSettings()
     extraction: ExtractionSettings = ExtractionSettings()
     context: ContextSettings = ContextSettings()
+    world: WorldSettings = WorldSettings()

@@ -9,13 +9,16 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hippograph.config import WorldSettings
 from hippograph.errors import Conflict
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
@@ -84,11 +87,15 @@ def chunk_text(text: str, limit: int = DOCUMENT_CHUNK_CHARS) -> list[str]:
 
 
 class Ingestor:
-    def __init__(self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int) -> None:
+    def __init__(
+        self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int,
+        world: WorldSettings | None = None,
+    ) -> None:
         self.graph = graph
         self.indexer = indexer
         self.extractor = extractor
         self.tool_output_chars = tool_output_chars
+        self.world = world or WorldSettings()
         self._lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
 
     # --- step 1: persist -----------------------------------------------------------------------
@@ -100,10 +107,12 @@ class Ingestor:
         seq = self.graph.next_seq(user_id, session_id)
         out: list[Episode] = []
         for m in messages:
-            content, meta = m.content, dict(metadata)
-            if m.role == Role.tool and len(content) > self.tool_output_chars:
-                meta["original_chars"] = len(content)
-                content = essentials(content, self.tool_output_chars)
+            content, meta = m.content, {**metadata, **(m.metadata or {})}
+            if m.role == Role.tool:
+                if len(content) > self.tool_output_chars:
+                    meta["original_chars"] = len(content)
+                    content = essentials(content, self.tool_output_chars)
+                meta.update(self._observation(m, m.timestamp or now))
             key = m.id or new_id("msg")
             out.append(Episode(
                 id=stable_id("ep", user_id, key) if m.id else key, user_id=user_id, session_id=session_id,
@@ -120,6 +129,15 @@ class Ingestor:
                 ))
                 seq += 1
         return out
+
+    def _observation(self, m: MessageIn, at: datetime) -> dict[str, Any]:
+        """A tool result is the world at one moment: which tool, its normalised arguments, and until
+        when the result holds (the tool's TTL, else the default)."""
+        tool = (m.name or "tool").strip()
+        ttl = self.world.tool_ttl.get(tool, self.world.tool_ttl_seconds)
+        args = (m.metadata or {}).get("arguments", (m.metadata or {}).get("args"))
+        return {"tool": tool, "arguments": normalise_arguments(args),
+                "expires_at": (at + timedelta(seconds=ttl)).isoformat()}
 
     def ingest(
         self, user_id: str, session_id: str | None, agent_id: str | None,
@@ -173,10 +191,12 @@ class Ingestor:
 
     def _process(self, episodes: list[Episode], result: IngestResult) -> None:
         user_id = episodes[0].user_id
-        ex = self.extractor.extract(episodes)
+        # tool results are observations of the world: no notes, relations or entities come from them
+        ex = self.extractor.extract([e for e in episodes if e.role != Role.tool])
         user = self.graph.ensure_user(user_id)
         when = {e.id: e.timestamp for e in episodes}
         small = set(ex.small_talk)
+        observations = {e.id for e in episodes if e.role == Role.tool}  # nor are they indexed as memories
         stale: list[str] = []  # superseded notes and relations, to leave the index
         with self.graph.batch():
             by_name = self._resolve(user_id, user, ex)
@@ -184,9 +204,9 @@ class Ingestor:
             notes = self._notes(user_id, ex, when, result, stale, f"extractor:{ex.extractor or self.extractor.name}")
             for ep_id, names in ex.mentions.items():
                 self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
-            self.graph.set_indexed(list(small), False)
+            self.graph.set_indexed(list(small | observations), False)
         self.indexer.store.delete(stale)
-        records = [episode_record(e) for e in episodes if e.id not in small]
+        records = [episode_record(e) for e in episodes if e.id not in small and e.id not in observations]
         records += [note_record(n) for n in notes if n.id not in stale]
         records += [relation_record(r) for r in relations if r.id not in stale]
         self.indexer.index(records)
@@ -259,6 +279,25 @@ class Ingestor:
                                            superseded=current.id if current else None))
         self.graph.add_audit(events)
         return touched
+
+
+def normalise_arguments(args: Any) -> str:
+    """Tool arguments as canonical JSON (keys sorted, strings trimmed and case-folded), so the same call
+    written differently is recognised as the same call."""
+    def canon(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k).strip().casefold(): canon(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [canon(v) for v in value]
+        return " ".join(value.split()).casefold() if isinstance(value, str) else value
+    if args is None:
+        return "{}"
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return json.dumps(canon(args))
+    return json.dumps(canon(args), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def audit_event(

@@ -173,6 +173,8 @@ class MessageIn(BaseModel):
     content: str = Field(min_length=1)
     name: str | None = Field(None, max_length=256)
     timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = Field(
+        None, description="Per message; for a tool result, the call's `arguments` (an object).")
 
     _zone = field_validator("timestamp")(_aware)
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from hippograph.config import ContextSettings
+from hippograph.config import ContextSettings, WorldSettings
 from hippograph.errors import Conflict, InvalidInput, NotFound
 from hippograph.extraction.base import Extractor
 from hippograph.graph.base import GraphStore, Subgraph
@@ -35,6 +36,7 @@ from hippograph.models import (
     MessageIn,
     Note,
     NoteKind,
+    Role,
     VectorRecord,
     new_id,
     utcnow,
@@ -73,6 +75,7 @@ class Hippograph:
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, counter: TokenCounter,
         context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000,
+        world: WorldSettings | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -80,7 +83,7 @@ class Hippograph:
         self.counter = counter
         self.context_settings = context
         self.max_content_chars = max_content_chars
-        self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars)
+        self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world)
         self.retriever = Retriever(graph, indexer)
         self._ready = threading.Event()
 
@@ -271,8 +274,10 @@ class Hippograph:
         recent = session[len(pinned):][-cfg.recent_messages:] if cfg.recent_messages else []
         omitted = session[len(pinned): len(session) - len(recent)]
         draft.gap_before_recent = len(omitted)
-        draft.items["pinned"] = [self._message_item(e, "pinned") for e in pinned]
-        draft.items["recent"] = [self._message_item(e, "recent") for e in recent]
+        now = utcnow()
+        draft.items["pinned"] = [self._message_item(e, "pinned", now) for e in pinned]
+        draft.items["recent"] = [self._message_item(e, "recent", now) for e in recent]
+        draft.items["tools"] = tool_log([e for e in session if e.role == Role.tool], now)
         if len(session) > cfg.summary_threshold and omitted:
             draft.items["summary"] = self._summary(omitted)
         trace: dict = {}
@@ -296,8 +301,9 @@ class Hippograph:
         return ContextResult(context=text, sections=draft.items, items=items, plan=plan_info, tokens=tokens,
                              token_budget=budget)
 
-    def _message_item(self, e: Episode, section: str) -> ContextItem:
-        return ContextItem(id=e.id, section=section, kind="message", text=episode_text(e), timestamp=e.timestamp,
+    def _message_item(self, e: Episode, section: str, now: datetime) -> ContextItem:
+        text = observation_text(e, now) if e.role == Role.tool else episode_text(e)
+        return ContextItem(id=e.id, section=section, kind="message", text=text, timestamp=e.timestamp,
                            provenance=[e.client_id or e.id])
 
     def _memory_item(self, user_id: str, c: Candidate, outdated: str | None) -> ContextItem:
@@ -334,6 +340,44 @@ class Hippograph:
                                          text=f"{e.name or e.role.value}: {first}", timestamp=e.timestamp,
                                          provenance=[e.client_id or e.id]))
         return items[:8]
+
+
+def _expiry(e: Episode) -> datetime | None:
+    raw = e.metadata.get("expires_at")
+    try:
+        return datetime.fromisoformat(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+
+
+def _as_of(e: Episode, now: datetime) -> str:
+    until = _expiry(e)
+    state = "" if until is None else (f"; expired {until:%Y-%m-%d %H:%M} UTC" if until <= now
+                                      else f"; valid until {until:%Y-%m-%d %H:%M} UTC")
+    return f"as of {e.timestamp:%Y-%m-%d %H:%M} UTC{state}"
+
+
+def observation_text(e: Episode, now: datetime) -> str:
+    """A tool result with the moment it describes, and whether it still holds."""
+    return f"{e.metadata.get('tool') or e.name or 'tool'} ({_as_of(e, now)}): {e.content}"
+
+
+def tool_log(calls: list[Episode], now: datetime) -> list[ContextItem]:
+    """One line per distinct call (tool + normalised arguments) in the session: how often and when it
+    was made, and its latest result as of then, so the agent need not call it again while it holds."""
+    groups: dict[tuple[str, str], list[Episode]] = {}
+    for e in calls:
+        groups.setdefault((str(e.metadata.get("tool") or e.name or "tool"), str(e.metadata.get("arguments", "{}"))),
+                          []).append(e)
+    items = []
+    for (tool, args), eps in groups.items():
+        last = max(eps, key=lambda e: (e.timestamp, e.seq))
+        times = f"called {len(eps)} times, last" if len(eps) > 1 else "called"
+        short = last.content if len(last.content) <= 200 else last.content[:200] + " …"
+        text = f"{tool}({args}) {times} at {last.timestamp:%Y-%m-%d %H:%M} UTC → ({_as_of(last, now)}) {short}"
+        items.append(ContextItem(id=f"tool:{last.id}", section="tools", kind="tool_call", text=text,
+                                 timestamp=last.timestamp, provenance=[e.client_id or e.id for e in eps]))
+    return sorted(items, key=lambda i: i.timestamp or now)
 
 
 def _choose(query: str, plan_name: str | None, overrides: dict | None = None) -> tuple[Plan, str]:

@@ -72,4 +72,5 @@ def build(settings: Settings) -> Hippograph:
         context=settings.context,
         tool_output_chars=settings.tool_output_chars,
         max_content_chars=settings.max_content_chars,
+        world=settings.world,
     )

@@ -1,8 +1,8 @@
 """Assembling the context block: ordered sections fitted into a token budget.
 
 Order in the block (attention favours the beginning and the end):
-summary -> long-term notes -> relevant memories -> pinned messages -> recent messages (with a gap
-marker where messages were left out) -> the current query.
+summary -> long-term notes -> relevant memories -> the session's tool-call log -> pinned messages ->
+recent messages (with a gap marker where messages were left out) -> the current query.
 
 Memories are chosen by relevance and shown in time order, grouped under the date they were said, so
 the block reads as dated excerpts and each date costs its tokens once.
@@ -24,17 +24,18 @@ from hippograph.tokens import TokenCounter
 
 _EPOCH = datetime(1970, 1, 1).astimezone()
 
-SECTION_ORDER = ("summary", "notes", "memories", "pinned", "recent", "query")
+SECTION_ORDER = ("summary", "notes", "memories", "tools", "pinned", "recent", "query")
 SECTION_TITLES = {
     "summary": "## Summary of earlier conversation",
     "notes": "## What I know about the user (long-term notes)",
     "memories": "## Relevant memories",
+    "tools": "## Tool calls in this session (results hold only as of their time)",
     "pinned": "## Start of this session (pinned)",
     "recent": "## Recent messages",
     "query": "## Current query",
 }
 # what is dropped first when the block is over budget (first = dropped first)
-DROP_ORDER = ("summary", "memories", "notes", "pinned", "recent")
+DROP_ORDER = ("summary", "memories", "tools", "notes", "pinned", "recent")
 
 
 class ContextItem(BaseModel):
@@ -65,7 +66,7 @@ def render_item(item: ContextItem, dated: bool) -> str:
         stamp = f"(since {item.timestamp:%Y-%m-%d}) "
     elif item.timestamp is not None and dated and item.section != "memories":  # memories sit under a date
         stamp = f"[{item.timestamp:%Y-%m-%d}] "
-    prefix = "- " if item.section in ("notes", "memories", "summary") else ""
+    prefix = "- " if item.section in ("notes", "memories", "summary", "tools") else ""
     return f"{prefix}{stamp}{item.text}"
 
 
@@ -102,7 +103,7 @@ def render(draft: Draft) -> str:
 
 def fit(draft: Draft, counter: TokenCounter, budget: int) -> tuple[str, int]:
     """Trim the draft in place until its rendering fits the budget; returns (text, tokens)."""
-    shares = {"recent": 0.35, "pinned": 0.15, "notes": 0.2, "summary": 0.1, "memories": 1.0}
+    shares = {"recent": 0.35, "pinned": 0.15, "notes": 0.2, "tools": 0.1, "summary": 0.1, "memories": 1.0}
     query_tokens = sum(counter.count(render_item(i, draft.dated)) for i in draft.items["query"])
     if query_tokens > budget:  # the query alone is too long: keep its end, it holds the question
         q = draft.items["query"][0]
@@ -129,9 +130,10 @@ def fit(draft: Draft, counter: TokenCounter, budget: int) -> tuple[str, int]:
                     break
                 continue  # a shorter memory or note further down may still fit
             if used + cost > cap:
-                item.text = counter.truncate(item.text, max(0, cap - used - 8))
-                if not item.text:
+                cut = counter.truncate(item.text, max(0, cap - used - 8))
+                if not cut:
                     break
+                item.text = f"{cut} […]"  # say that the item was cut to fit
                 cost = counter.count(render_item(item, draft.dated)) + 1
             kept.append(item)
             used += cost

@@ -137,9 +137,13 @@ def test_graph_neighbors(client: TestClient) -> None:
 def test_tool_output_is_cut_to_essentials(client: TestClient) -> None:
     long = "\n".join([f"row {i}: status ok, value {i * 7}" for i in range(200)])
     out = post(client, "tool-user", "s1", [{"role": "tool", "name": "db_query", "content": long}])
-    ctx = client.post("/v1/context", json={"user_id": "tool-user", "session_id": "s1", "query": "status?"}).json()
+    ctx = client.post("/v1/context", json={"user_id": "tool-user", "session_id": "s1", "query": "status?",
+                                           "token_budget": 4000}).json()
     shown = ctx["sections"]["pinned"][0]["text"]  # the session's first message is pinned
-    assert len(shown) < 700 and "cut from" in shown
+    assert len(shown) < 700 and "cut from" in shown and shown.startswith("db_query (as of ")
+    small = client.post("/v1/context", json={"user_id": "tool-user", "session_id": "s1", "query": "status?",
+                                             "token_budget": 300}).json()
+    assert small["sections"]["pinned"][0]["text"].endswith("[…]")  # cut again to fit, and it says so
     assert out["stored"]
 
 
