@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from hippograph.models import (
     MemoryKind,
     MessageIn,
     Note,
+    NoteKind,
     Relation,
     Role,
     VectorRecord,
@@ -129,6 +131,15 @@ class Ingestor:
                 ))
                 seq += 1
         return out
+
+    def _near_duplicate(self, user_id: str, kind: NoteKind, text: str) -> Note | None:
+        """A current note of the same kind that says nearly the same ("Works at Acme Corp" and "Works
+        for Acme Corp now"): the new note replaces it instead of piling up next to it."""
+        words = note_words(text)
+        for note in self.graph.list_notes(user_id):
+            if note.kind == kind and near_duplicates(words, note_words(note.text)):
+                return note
+        return None
 
     def _observation(self, m: MessageIn, at: datetime) -> dict[str, Any]:
         """A tool result is the world at one moment: which tool, its normalised arguments, and until
@@ -259,7 +270,7 @@ class Ingestor:
         events: list[AuditEvent] = []
         for n in ex.notes:
             at = when.get(n.episode_id, utcnow())
-            current = self.graph.current_note_by_slot(user_id, n.slot)
+            current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n.kind, n.text)
             if current is not None and current.text.lower() == n.text.lower():
                 if n.episode_id not in current.source_episode_ids:
                     current.source_episode_ids.append(n.episode_id)
@@ -279,6 +290,27 @@ class Ingestor:
                                            superseded=current.id if current else None))
         self.graph.add_audit(events)
         return touched
+
+
+_NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "with", "from", "by", "now", "still",
+                        "really", "very", "also", "just", "my", "our", "and", "or", "but", "than", "more", "over"})
+
+
+def note_words(text: str) -> set[str]:
+    """The content words of a note, lower-cased, a plural or third-person s dropped."""
+    out = set()
+    for w in re.findall(r"[a-z0-9]+", text.lower()):
+        if w not in _NOTE_STOP:
+            out.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    return out
+
+
+def near_duplicates(a: set[str], b: set[str]) -> bool:
+    """One note's content words contain the other's (two or more of them), or they share three in four."""
+    common = len(a & b)
+    if common < 2:
+        return False
+    return a <= b or b <= a or common / len(a | b) >= 0.75
 
 
 def normalise_arguments(args: Any) -> str:
