@@ -188,6 +188,8 @@ class _Reader:
         particles = [c for c in verb.children if c.dep_ == "prt" or _particle_adverb(c)] if not copula else []
         parts = parts + tuple((c.text.upper(), c.lower_) for c in particles)
         dobjs = [c for c in verb.children if c.dep_ == "dobj"]
+        if not dobjs and not copula:  # "I love hiking.": the small model makes the object a noun xcomp
+            dobjs = [c for c in verb.children if c.dep_ == "xcomp" and c.pos_ in ("NOUN", "PROPN")]
         yield from ((parts, via, obj) for dobj in dobjs for obj in _with_conj(dobj))
         heads = (verb, *particles)  # "look forward to X": the small model hangs "to" on "forward"
         preps = sorted((c for h in heads for c in h.rights if c.dep_ == "prep"), key=lambda t: t.i)

@@ -370,3 +370,10 @@ def test_locomo_named_assistant_speaker(extractor: SpacyExtractor) -> None:
 def test_word_forms(lemma: str, third: str, ing: str) -> None:
     assert rules.third_person(lemma) == third
     assert rules.gerund(lemma) == ing
+
+
+def test_an_object_parsed_as_a_noun_xcomp_still_counts(extractor: SpacyExtractor) -> None:
+    result = run(extractor, "I love hiking.")  # the small model hangs "hiking" as a nominal xcomp
+    assert (USER, "LOVES", "hiking") in triples(result)
+    assert slots(result) == {"preference:like:hiking": "Loves hiking"}
+    assert triples(run(extractor, "I am happy.")) == set()  # a copula's complement is no object
