@@ -14,12 +14,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from hippograph.config import Settings
 from hippograph.models import MemoryKind, VectorHit
 from hippograph.service import Hippograph
 from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
+
+T = TypeVar("T")
 
 #: baselines that rank stored turns by one retriever, then fill the budget in rank order
 RANKED_BASELINES = {"bm25": "lexical", "dense": "dense", "bm25+dense": "hybrid"}
@@ -51,12 +54,14 @@ class MethodStats:
     def add(self, group: str, value: float) -> None:
         self.recall.setdefault(group, []).append(value)
 
-    def timed(self, fn: Callable[[], tuple[str, int]]) -> str:
+    def timed(self, fn: Callable[[], tuple[T, int | None]]) -> T:
+        """Runs one query of a method, records its latency and its tokens (None: not a context)."""
         start = time.perf_counter()
-        text, tokens = fn()
+        result, tokens = fn()
         self.latency_ms.append((time.perf_counter() - start) * 1000)
-        self.tokens.append(tokens)
-        return text
+        if tokens is not None:
+            self.tokens.append(tokens)
+        return result
 
     def summary(self, groups: Sequence[str], overall: Sequence[str]) -> dict[str, float | int]:
         out: dict[str, float | int] = {}

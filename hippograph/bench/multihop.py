@@ -123,22 +123,19 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
         print(file=sys.stderr)
         for n, q in enumerate(questions):
             for method in methods:
-                ranker: Callable[[], list[str]]
+                ranker: Callable[[], tuple[list[str], None]]
                 if method == "hippograph" or method in ABLATIONS:
-                    def ranker(q: Question = q, method: str = method) -> list[str]:
+                    def ranker(q: Question = q, method: str = method) -> tuple[list[str], None]:
                         plan, _, cands, _ = service.recall(USER, q.text, overrides=ABLATIONS.get(method))
                         if method == "hippograph":
                             plans[plan.name] = plans.get(plan.name, 0) + 1
-                        return passages_in_order([c.source_ids for c in cands], max(KS))
+                        return passages_in_order([c.source_ids for c in cands], max(KS)), None
                 else:
-                    def ranker(q: Question = q, mode: str = RANKED_BASELINES[method]) -> list[str]:
+                    def ranker(q: Question = q, mode: str = RANKED_BASELINES[method]) -> tuple[list[str], None]:
                         hits = ranked_episodes(service, USER, q.text, mode, CANDIDATES)
-                        return passages_in_order([h.source_ids for h in hits], max(KS))
+                        return passages_in_order([h.source_ids for h in hits], max(KS)), None
                 st = stats[method]
-
-                def joined(r: Callable[[], list[str]] = ranker) -> tuple[str, int]:
-                    return " ".join(r()), 0
-                ranked = st.timed(joined).split()
+                ranked = st.timed(ranker)
                 for k in KS:
                     st.add(f"recall@{k}", len(set(ranked[:k]) & q.gold) / len(q.gold))
             print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)
