@@ -357,9 +357,13 @@ def _as_of(e: Episode, now: datetime) -> str:
     return f"as of {e.timestamp:%Y-%m-%d %H:%M} UTC{state}"
 
 
+def _tool(e: Episode) -> str:
+    return str(e.metadata.get("tool") or e.name or "tool")
+
+
 def observation_text(e: Episode, now: datetime) -> str:
     """A tool result with the moment it describes, and whether it still holds."""
-    return f"{e.metadata.get('tool') or e.name or 'tool'} ({_as_of(e, now)}): {e.content}"
+    return f"{_tool(e)} ({_as_of(e, now)}): {e.content}"
 
 
 def tool_log(calls: list[Episode], now: datetime) -> list[ContextItem]:
@@ -367,8 +371,7 @@ def tool_log(calls: list[Episode], now: datetime) -> list[ContextItem]:
     was made, and its latest result as of then, so the agent need not call it again while it holds."""
     groups: dict[tuple[str, str], list[Episode]] = {}
     for e in calls:
-        groups.setdefault((str(e.metadata.get("tool") or e.name or "tool"), str(e.metadata.get("arguments", "{}"))),
-                          []).append(e)
+        groups.setdefault((_tool(e), str(e.metadata.get("arguments", "{}"))), []).append(e)
     items = []
     for (tool, args), eps in groups.items():
         last = max(eps, key=lambda e: (e.timestamp, e.seq))
