@@ -67,8 +67,32 @@ class ContextSettings(BaseModel):
     pinned_messages: int = Field(3, ge=0, le=100)
     recent_messages: int = Field(10, ge=0, le=500)
     memory_hits: int = Field(12, ge=0, le=200)
-    summary_threshold: int = Field(30, ge=2, description="Sessions longer than this get a summary.")
     tokenizer: str = "cl100k_base"
+
+
+class SessionSettings(BaseModel):
+    """Tier 1, meant to vanish: long sessions get a rolling summary, idle sessions expire."""
+
+    ttl_seconds: int = Field(
+        30 * 24 * 3600, ge=0,
+        description="A session idle this long (by server time) is deleted with its summaries; its notes "
+                    "stay. 0 keeps sessions forever.")
+    sweep_seconds: int = Field(60, ge=1, description="How often the server looks for expired sessions.")
+    summary_threshold: int = Field(30, ge=2, description="A session this long gets a summary.")
+    summary_keep_recent: int = Field(15, ge=1, description="Messages the summary leaves to the window.")
+    summary_max_tokens: int = Field(400, ge=32, le=8000, description="Hard cap on a summary's size.")
+
+    @model_validator(mode="after")
+    def _keep_less_than_threshold(self) -> SessionSettings:
+        if self.summary_keep_recent >= self.summary_threshold:
+            raise ValueError("sessions.summary_keep_recent must be below sessions.summary_threshold "
+                             f"({self.summary_keep_recent} >= {self.summary_threshold})")
+        return self
+
+
+class ProfileSettings(BaseModel):
+    max_items: int = Field(
+        200, ge=1, description="Current long-term items per user; past it the least sure, oldest are retired.")
 
 
 class WorldSettings(BaseModel):
@@ -94,3 +118,5 @@ class Settings(BaseSettings):
     extraction: ExtractionSettings = ExtractionSettings()
     context: ContextSettings = ContextSettings()
     world: WorldSettings = WorldSettings()
+    sessions: SessionSettings = SessionSettings()
+    profile: ProfileSettings = ProfileSettings()

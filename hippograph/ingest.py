@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hippograph.config import WorldSettings
+from hippograph.config import ProfileSettings, WorldSettings
 from hippograph.errors import Conflict
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
@@ -91,14 +91,15 @@ def chunk_text(text: str, limit: int = DOCUMENT_CHUNK_CHARS) -> list[str]:
 class Ingestor:
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int,
-        world: WorldSettings | None = None,
+        world: WorldSettings | None = None, profile: ProfileSettings | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
         self.extractor = extractor
         self.tool_output_chars = tool_output_chars
         self.world = world or WorldSettings()
-        self._lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
+        self.profile = profile or ProfileSettings()
+        self.lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
 
     # --- step 1: persist -----------------------------------------------------------------------
     def build_episodes(
@@ -154,11 +155,18 @@ class Ingestor:
         self, user_id: str, session_id: str | None, agent_id: str | None,
         messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
     ) -> IngestResult:
-        with self._lock:
+        with self.lock:
             episodes = self.build_episodes(user_id, session_id, agent_id, messages, documents, metadata or {})
             self._check_conflicts(user_id, episodes)
             self.graph.ensure_user(user_id)
-            added = self.graph.add_episodes(episodes)
+            received = utcnow()  # server time: a session's TTL runs from it, whatever the client's timestamps
+            with self.graph.batch():
+                added = self.graph.add_episodes(episodes)
+                if session_id is not None:
+                    self.graph.touch_sessions(user_id, [session_id], received)
+                actor = f"agent:{agent_id}" if agent_id else "api"
+                self.graph.add_audit([audit_event(user_id, actor, "create", e.id, None, at=received,
+                                                  item_kind="memory", session_id=e.session_id) for e in added])
             added_ids = {e.id for e in added}
             result = IngestResult(
                 stored=list(dict.fromkeys(e.client_id or e.id for e in added)),
@@ -190,7 +198,7 @@ class Ingestor:
     def process_pending(self) -> int:
         """Finish episodes left pending by a crash. Returns how many were processed."""
         done = 0
-        with self._lock:
+        with self.lock:
             while batch := self.graph.pending_episodes(500):
                 by_user: dict[str, list[Episode]] = defaultdict(list)
                 for ep in batch:
@@ -274,11 +282,12 @@ class Ingestor:
             if current is not None and current.text.lower() == n.text.lower():
                 if n.episode_id not in current.source_episode_ids:
                     current.source_episode_ids.append(n.episode_id)
+                    current.confidence = confirmed(current.confidence)
                     self.graph.add_note(current)
                 touched.append(current)
                 continue
             note = Note(id=new_id("note"), user_id=user_id, kind=n.kind, text=n.text, slot=n.slot,
-                        valid_at=at, source_episode_ids=[n.episode_id])
+                        valid_at=at, source_episode_ids=[n.episode_id], confidence=n.confidence)
             self.graph.add_note(note)
             events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None, at))
             if current is not None:
@@ -288,8 +297,25 @@ class Ingestor:
             touched.append(note)
             result.notes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
                                            superseded=current.id if current else None))
+        if touched:
+            events += self._retire_over_cap(user_id, stale)
         self.graph.add_audit(events)
         return touched
+
+    def _retire_over_cap(self, user_id: str, stale: list[str]) -> list[AuditEvent]:
+        """Keep the profile small: past the cap, the least sure and then the oldest items are retired
+        (no longer current, kept in the history), and recorded as such."""
+        current = self.graph.list_notes(user_id)
+        over = len(current) - self.profile.max_items
+        if over <= 0:
+            return []
+        now = utcnow()
+        events = []
+        for note in sorted(current, key=lambda n: (n.confidence, n.valid_at, n.created_at))[:over]:
+            self.graph.supersede_note(note.id, None, now)
+            stale.append(note.id)
+            events.append(audit_event(user_id, "profile-cap", "retire", note.id, note.text, at=now))
+        return events
 
 
 _NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "with", "from", "by", "now", "still",
@@ -334,10 +360,15 @@ def normalise_arguments(args: Any) -> str:
 
 def audit_event(
     user_id: str, actor: str, action: str, item_id: str, text: str | None, related_id: str | None = None,
-    at: datetime | None = None, item_kind: str = "note",
+    at: datetime | None = None, item_kind: str = "note", session_id: str | None = None,
 ) -> AuditEvent:
     return AuditEvent(id=new_id("audit"), user_id=user_id, at=at or utcnow(), actor=actor, action=action,
-                      item_kind=item_kind, item_id=item_id, text=text, related_id=related_id)
+                      item_kind=item_kind, item_id=item_id, text=text, related_id=related_id, session_id=session_id)
+
+
+def confirmed(confidence: float) -> float:
+    """An item said again is surer: half the remaining doubt goes, up to 0.99 (1.0 is for a person)."""
+    return round(min(0.99, confidence + (1.0 - confidence) / 2), 4)
 
 
 def episode_record(e: Episode) -> VectorRecord:

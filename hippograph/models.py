@@ -84,6 +84,10 @@ class Note(BaseModel):
     superseded_by: str | None = None
     source_episode_ids: list[str] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
+    confidence: float = Field(
+        0.7, ge=0.0, le=1.0,
+        description="How sure the item is: the extractor's estimate, raised each time it is said again; "
+                    "1.0 once a person set or corrected it.")
 
     @property
     def current(self) -> bool:
@@ -97,11 +101,21 @@ class AuditEvent(BaseModel):
     user_id: str
     at: datetime
     actor: str = Field(description="Who made the change: 'extractor:<name>' for the write path, else the caller.")
-    action: str = Field(description="create | supersede | correct | delete")
+    action: str = Field(description="create | supersede | correct | delete | retire | expire")
     item_kind: str = Field(description="note | memory")
     item_id: str
     text: str | None = Field(None, description="The item's text after the change (before it, for a delete).")
     related_id: str | None = Field(None, description="The item that replaced it, or that it replaced.")
+    session_id: str | None = Field(None, description="For a memory: the session it belongs to.")
+
+
+class SessionInfo(BaseModel):
+    """A session of a user: when the server first and last received something for it."""
+
+    user_id: str
+    session_id: str
+    started_at: datetime
+    last_active_at: datetime
 
 
 class Entity(BaseModel):

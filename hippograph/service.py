@@ -7,17 +7,19 @@ backend runs behind a protocol.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from hippograph.config import ContextSettings, WorldSettings
-from hippograph.errors import Conflict, InvalidInput, NotFound
+from hippograph.config import ContextSettings, ProfileSettings, SessionSettings, WorldSettings
+from hippograph.errors import Conflict, HippographError, InvalidInput, NotFound
 from hippograph.extraction.base import Extractor
 from hippograph.graph.base import GraphStore, Subgraph
 from hippograph.ingest import (
+    DOCUMENT_CHUNK_CHARS,
     Ingestor,
     IngestResult,
     audit_event,
@@ -26,6 +28,7 @@ from hippograph.ingest import (
     note_record,
     relation_record,
 )
+from hippograph.lifecycle import SessionKeeper, covered_through, stored_summary, summary_lines
 from hippograph.models import (
     AuditEvent,
     DocumentIn,
@@ -39,14 +42,18 @@ from hippograph.models import (
     Role,
     VectorRecord,
     new_id,
+    stable_id,
     utcnow,
 )
 from hippograph.planner.context import ContextItem, Draft, fit
 from hippograph.planner.plans import PLANS, Plan, choose_plan
 from hippograph.planner.retrieval import Candidate, Retriever
+from hippograph.planner.summary import ExtractiveSummarizer, Summarizer, cap, line_of
 from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
+
+log = logging.getLogger("hippograph.service")
 
 #: a note in the context block cites its latest sayings (the profile endpoint lists them all)
 PROVENANCE_IN_CONTEXT = 5
@@ -75,16 +82,20 @@ class Hippograph:
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, counter: TokenCounter,
         context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000,
-        world: WorldSettings | None = None,
+        world: WorldSettings | None = None, sessions: SessionSettings | None = None,
+        profile: ProfileSettings | None = None, summarizer: Summarizer | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
         self.extractor = extractor
         self.counter = counter
         self.context_settings = context
+        self.session_settings = sessions or SessionSettings()
         self.max_content_chars = max_content_chars
-        self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world)
+        self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile)
         self.retriever = Retriever(graph, indexer)
+        self.sessions = SessionKeeper(graph, indexer, summarizer or ExtractiveSummarizer(counter),
+                                      self.session_settings, self.ingestor.lock)
         self._ready = threading.Event()
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -95,6 +106,7 @@ class Hippograph:
         self.indexer.embedder.embed(["warm-up"])
         self.extractor.load()
         self.ingestor.process_pending()
+        self.sessions.expire()
         self.reindex_missing()
         self._ready.set()
 
@@ -151,7 +163,75 @@ class Hippograph:
                         f"{field_name}[{i}].{attr}: {len(getattr(item, attr))} characters is over the limit of "
                         f"{limit} (HIPPOGRAPH_MAX_CONTENT_CHARS); split it into several messages or documents"
                     )
-        return self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
+        self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
+        result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
+        if session_id is not None and result.stored:
+            self._summarize(user_id, session_id)
+        return result
+
+    def _summarize(self, user_id: str, session_id: str) -> None:
+        """Roll the session summary forward; the write is already stored, so a failure here is logged
+        and retried by the next write to the session, never reported as a failed write."""
+        try:
+            self.sessions.summarize(user_id, session_id)
+        except HippographError as exc:
+            log.warning("summary of session %r of user %r not updated: %s", session_id, user_id, exc)
+
+    def expire_sessions(self, now: datetime | None = None) -> int:
+        """Delete every session idle longer than the TTL (the server runs this periodically)."""
+        return self.sessions.expire(now=now)
+
+    def list_sessions(self, user_id: str) -> list[dict]:
+        self._require_user(user_id)
+        self.sessions.expire(user_id)
+        ttl = self.session_settings.ttl_seconds
+        return [{**s.model_dump(mode="json", exclude={"user_id"}),
+                 "expires_at": (s.last_active_at + timedelta(seconds=ttl)).isoformat() if ttl else None}
+                for s in self.graph.list_sessions(user_id)]
+
+    def end_session(self, user_id: str, session_id: str, actor: str = "api") -> int:
+        """Forget a session now, as its TTL would: messages, summaries and tool observations go, notes stay."""
+        self._require_user(user_id)
+        if not any(s.session_id == session_id for s in self.graph.list_sessions(user_id)):
+            raise NotFound(f"user {user_id!r} has no session {session_id!r}")
+        with self.ingestor.lock:
+            return self.sessions.delete(user_id, session_id, utcnow(), actor)
+
+    def delete_memory(self, user_id: str, memory_id: str, actor: str = "api") -> list[str]:
+        """Delete one message or document (by the client's id or ours) from both stores. What was
+        extracted from it into the profile stays: delete those items separately."""
+        self._require_user(user_id)
+        probe = [memory_id, stable_id("ep", user_id, memory_id)]
+        chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
+        probe += [stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks)]
+        found = self.graph.get_episodes(user_id, probe)
+        if not found:
+            raise NotFound(f"user {user_id!r} has no memory {memory_id!r}")
+        ids = [e.id for e in found]
+        with self.ingestor.lock:
+            self.indexer.store.delete(ids)
+            with self.graph.batch():
+                deleted = self.graph.delete_episodes(user_id, ids)
+                self.graph.add_audit([audit_event(user_id, actor, "delete", e.id, None, item_kind="memory",
+                                                  session_id=e.session_id) for e in found if e.id in deleted])
+        return [e.client_id or e.id for e in found]
+
+    def handoff(self, user_id: str, session_id: str, task: str, to_agent: str | None = None) -> dict:
+        """The packet agent A hands agent B: the session's conclusions, never its transcript. Ideas
+        raised and then rejected appear only as what was decided instead."""
+        from hippograph.planner.handoff import Turn, build_packet  # TEMP
+
+        self._require_user(user_id)
+        self.sessions.expire(user_id)
+        episodes = [e for e in self.graph.session_episodes(user_id, session_id) if e.kind == EpisodeKind.message]
+        if not episodes:
+            raise NotFound(f"user {user_id!r} has no session {session_id!r} (or it expired)")
+        turns = [Turn(id=e.client_id or e.id, role=e.role.value if e.role else "user", content=e.content,
+                      timestamp=e.timestamp) for e in episodes]
+        packet = build_packet(task.strip(), turns, source_session=session_id)
+        agents = [e.agent_id for e in episodes if e.agent_id]
+        return {**packet.model_dump(mode="json"), "user_id": user_id, "from_agent": agents[-1] if agents else None,
+                "to_agent": to_agent, "created_at": utcnow().isoformat()}
 
     def forget_user(self, user_id: str) -> None:
         self._require_user(user_id)
@@ -176,7 +256,7 @@ class Hippograph:
                            "correct the current item")
         now = utcnow()
         new = Note(id=new_id("note"), user_id=user_id, kind=old.kind, text=text.strip(), slot=old.slot,
-                   valid_at=now, source_episode_ids=list(old.source_episode_ids))
+                   valid_at=now, source_episode_ids=list(old.source_episode_ids), confidence=1.0)
         with self.graph.batch():
             self.graph.add_note(new)
             self.graph.supersede_note(old.id, new.id, now)
@@ -192,9 +272,10 @@ class Hippograph:
             raise NotFound(f"user {user_id!r} has no profile item {item_id!r}")
         return found[0]
 
-    def audit(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
+    def audit(self, user_id: str, item_id: str | None = None, limit: int = 1000,
+              item_kind: str | None = None) -> list[AuditEvent]:
         self._require_user(user_id)
-        return self.graph.audit_log(user_id, item_id, limit)
+        return self.graph.audit_log(user_id, item_id, limit, item_kind)
 
     # --- reads ---------------------------------------------------------------------------------
     def _require_user(self, user_id: str) -> None:
@@ -209,7 +290,8 @@ class Hippograph:
         for n in self.graph.list_notes(user_id, include_history=include_history):
             group, field_name = keys[n.kind]
             item: dict[str, object] = {"id": n.id, field_name: n.text, "updated": n.valid_at.isoformat(),
-                    "source": self._provenance(user_id, n.source_episode_ids)}
+                                       "confidence": n.confidence,
+                                       "source": self._provenance(user_id, n.source_episode_ids)}
             if include_history:
                 item.update(current=n.current, valid_at=n.valid_at.isoformat(),
                             invalid_at=n.invalid_at.isoformat() if n.invalid_at else None,
@@ -227,6 +309,7 @@ class Hippograph:
 
     def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
         self._require_user(user_id)
+        self.sessions.expire(user_id)
         flt = VectorFilter(user_id=user_id)
         hits = self.indexer.search(flt, query, limit)
         return [SearchHit(id=h.id, kind=h.kind.value, score=h.score, text=h.text, timestamp=h.timestamp.isoformat(),
@@ -266,10 +349,12 @@ class Hippograph:
         cfg = self.context_settings
         budget = token_budget or cfg.token_budget
         known = self.graph.user_exists(user_id)
+        if known:
+            self.sessions.expire(user_id)
         plan, reason = _choose(query, plan_name, overrides)
         draft = Draft(dated=plan.dated)
-        session = [e for e in self.graph.session_episodes(user_id, session_id)
-                   if e.kind == EpisodeKind.message] if (known and session_id) else []
+        everything = self.graph.session_episodes(user_id, session_id) if (known and session_id) else []
+        session = [e for e in everything if e.kind == EpisodeKind.message]
         pinned = session[: cfg.pinned_messages]
         recent = session[len(pinned):][-cfg.recent_messages:] if cfg.recent_messages else []
         omitted = session[len(pinned): len(session) - len(recent)]
@@ -278,8 +363,9 @@ class Hippograph:
         draft.items["pinned"] = [self._message_item(e, "pinned", now) for e in pinned]
         draft.items["recent"] = [self._message_item(e, "recent", now) for e in recent]
         draft.items["tools"] = tool_log([e for e in session if e.role == Role.tool], now)
-        if len(session) > cfg.summary_threshold and omitted:
-            draft.items["summary"] = self._summary(omitted)
+        stored = stored_summary(everything)
+        if omitted and (stored is not None or len(session) >= self.session_settings.summary_threshold):
+            draft.items["summary"] = self._summary(stored, omitted)
         trace: dict = {}
         if known:
             shown = {e.id for e in pinned + recent}
@@ -329,17 +415,17 @@ class Hippograph:
                     out.setdefault(ep, f"outdated since {r.invalid_at:%Y-%m-%d}")
         return out
 
-    def _summary(self, omitted: list[Episode]) -> list[ContextItem]:
-        """An extractive digest of the messages left out of the window: the first sentence of each
-        substantive one (at most 8), oldest first."""
-        items = []
-        for e in omitted:
-            if e.role is not None and e.role.value in ("user", "assistant") and len(e.content.split()) >= 5:
-                first = e.content.split(". ")[0].strip()
-                items.append(ContextItem(id=e.id, section="summary", kind="summary",
-                                         text=f"{e.name or e.role.value}: {first}", timestamp=e.timestamp,
-                                         provenance=[e.client_id or e.id]))
-        return items[:8]
+    def _summary(self, stored: Episode | None, omitted: list[Episode]) -> list[ContextItem]:
+        """The stored summary's lines about messages the window leaves out, then lines for those left
+        out since it was written (extractive: no model runs while a block is built), within the cap."""
+        left_out = {e.id for e in omitted}
+        through = covered_through(stored)
+        lines = [line for line in summary_lines(stored) if line.source in left_out]
+        lines += [line for e in omitted if e.seq > through and (line := line_of(e)) is not None]
+        lines = cap(lines, self.counter, self.session_settings.summary_max_tokens)
+        return [ContextItem(id=line.source, section="summary", kind="summary", text=line.text, timestamp=line.at,
+                            provenance=[line.client_id or line.source], via=[stored.id] if stored else [])
+                for line in lines]
 
 
 def _expiry(e: Episode) -> datetime | None:

@@ -73,4 +73,6 @@ def build(settings: Settings) -> Hippograph:
         tool_output_chars=settings.tool_output_chars,
         max_content_chars=settings.max_content_chars,
         world=settings.world,
+        sessions=settings.sessions,
+        profile=settings.profile,
     )

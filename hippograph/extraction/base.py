@@ -42,6 +42,7 @@ class ExtractedNote(BaseModel):
     text: str  # a short third-person statement, e.g. "Manages the Northwest region"
     slot: str  # what it replaces: a new note with the same slot supersedes the old one
     episode_id: str
+    confidence: float = Field(0.7, ge=0.0, le=1.0)  # the extractor's estimate
 
 
 class Extraction(BaseModel):

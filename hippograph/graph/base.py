@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from hippograph.models import AuditEvent, Entity, Episode, Note, Relation
+from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,30 @@ class GraphStore(Protocol):
 
     def set_indexed(self, ids: Sequence[str], indexed: bool) -> None:
         """Whether an episode belongs in the vector index (small talk does not)."""
+
+    def delete_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        """Delete these episodes of the user and their mention links; returns the ids that were there.
+        Notes and relations that came from them stay (they are long-term memory)."""
+        ...
+
+    # --- sessions (tier 1 lives and dies by them) ----------------------------------------------
+    def touch_sessions(self, user_id: str, session_ids: Sequence[str], at: datetime) -> None:
+        """Record activity in these sessions at `at` (server time), creating them on first use."""
+        ...
+
+    def list_sessions(self, user_id: str) -> list[SessionInfo]:
+        """The user's sessions, most recently active first."""
+        ...
+
+    def expired_sessions(self, before: datetime, user_id: str | None = None, limit: int = 100
+                         ) -> list[SessionInfo]:
+        """Sessions (of one user, or of all) last active before `before`, oldest first."""
+        ...
+
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
+        """Delete the session and every episode in it (messages, summaries, tool observations) with
+        their mention links; returns the deleted episode ids. Notes and relations stay."""
+        ...
 
     def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:
         """Ids of everything the vector store should hold, by kind (episode, note, relation)."""
@@ -120,7 +144,9 @@ class GraphStore(Protocol):
     # --- notes (tier 2) ------------------------------------------------------------------------
     def add_note(self, note: Note) -> None: ...
 
-    def supersede_note(self, old_id: str, new_id: str, at: datetime) -> None: ...
+    def supersede_note(self, old_id: str, new_id: str | None, at: datetime) -> None:
+        """The note stops being current at `at`: replaced by `new_id`, or retired when it is None."""
+        ...
 
     def notes_by_ids(self, ids: Sequence[str]) -> list[Note]: ...
 
@@ -134,8 +160,9 @@ class GraphStore(Protocol):
         """Append to the user's audit log (part of the surrounding batch(), like any write)."""
         ...
 
-    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
-        """The user's audit events, oldest first (only those about `item_id` when given)."""
+    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000,
+                  item_kind: str | None = None) -> list[AuditEvent]:
+        """The user's audit events, oldest first (only those about `item_id`, or of one kind, when given)."""
         ...
 
     def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:

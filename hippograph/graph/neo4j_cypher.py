@@ -17,11 +17,11 @@ from typing import Any
 from neo4j.time import DateTime
 
 from hippograph.errors import InvalidInput
-from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role
+from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, SessionInfo
 
 LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,39}$")
 PREDICATE = re.compile(r"^[A-Z][A-Z0-9_]{0,49}$")
-RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person"})
+RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person", "Session", "Audit"})
 
 SCHEMA = [
     "CREATE CONSTRAINT hg_user_id IF NOT EXISTS FOR (u:User) REQUIRE u.user_id IS UNIQUE",
@@ -40,7 +40,21 @@ SCHEMA = [
     "CREATE INDEX hg_note_slot IF NOT EXISTS FOR (n:Note) ON (n.user_id, n.slot)",
     "CREATE INDEX hg_note_ord IF NOT EXISTS FOR (n:Note) ON (n.ord)",
     "CREATE INDEX hg_note_superseded IF NOT EXISTS FOR (n:Note) ON (n.superseded_by)",
+    "CREATE CONSTRAINT hg_session_key IF NOT EXISTS FOR (s:Session) REQUIRE (s.user_id, s.session_id) IS UNIQUE",
+    "CREATE INDEX hg_session_active IF NOT EXISTS FOR (s:Session) ON (s.last_active_at)",
 ]
+# A store made before sessions were tracked: its sessions start counting from the upgrade.
+HAS_SESSIONS = """
+RETURN EXISTS { MATCH (:Session) } AS sessions, EXISTS { MATCH (e:Episode) WHERE e.session_id IS NOT NULL } AS episodes
+"""
+BACKFILL_SESSIONS = """
+MATCH (e:Episode) WHERE e.session_id IS NOT NULL
+WITH DISTINCT e.user_id AS user, e.session_id AS session
+CALL (user, session) {
+  MERGE (s:Session {user_id: user, session_id: session})
+  ON CREATE SET s.started_at = $now, s.last_active_at = $now, s.name = session
+} IN TRANSACTIONS OF 5000 ROWS
+"""
 
 # The insertion order (SQLite's rowid): one above the highest so far, found by an index seek.
 _TOP_ORD = "coalesce(COLLECT {{ MATCH (l:{0}) WHERE l.ord IS NOT NULL RETURN l.ord ORDER BY l.ord DESC LIMIT 1 }}[0], 0)"
@@ -60,7 +74,7 @@ CALL (u) {
 }
 """
 DELETE_CHUNK = "MATCH (n:{0} {{user_id: $user}}) WITH n LIMIT $chunk DETACH DELETE n RETURN count(*) AS n"
-DELETE_ORDER = ("Audit", "Note", "Episode", "Entity", "User")  # the User node last: a failed delete can be rerun
+DELETE_ORDER = ("Audit", "Session", "Note", "Episode", "Entity", "User")  # the User node last: a failed delete can be rerun
 
 # --- episodes ------------------------------------------------------------------------------------
 ADD_EPISODES = f"""
@@ -90,6 +104,33 @@ PENDING = f"MATCH (e:Episode) WHERE e.processed = false {_EP} ORDER BY e.ord LIM
 PENDING_OF_USER = f"MATCH (e:Episode {{user_id: $user}}) WHERE e.processed = false {_EP} ORDER BY e.ord LIMIT $limit"
 MARK_PROCESSED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.processed = true, e.extractor = $extractor"
 SET_INDEXED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.indexed = $indexed"
+DELETE_EPISODES = """
+MATCH (e:Episode) WHERE e.id IN $ids AND e.user_id = $user
+WITH e, e.id AS id DETACH DELETE e RETURN id
+"""
+# --- sessions: (:Session {user_id, session_id, started_at, last_active_at, name}) -----------------
+TOUCH_SESSIONS = """
+UNWIND $sessions AS session
+MERGE (s:Session {user_id: $user, session_id: session})
+ON CREATE SET s.started_at = $at, s.last_active_at = $at, s.name = session
+ON MATCH SET s.last_active_at = CASE WHEN s.last_active_at < $at THEN $at ELSE s.last_active_at END
+"""
+_SESSION = "RETURN s {.user_id, .session_id, .started_at, .last_active_at} AS s"
+LIST_SESSIONS = f"MATCH (s:Session {{user_id: $user}}) {_SESSION} ORDER BY s.last_active_at DESC, s.session_id"
+EXPIRED_SESSIONS = f"""
+MATCH (s:Session) WHERE s.last_active_at < $before AND ($user IS NULL OR s.user_id = $user)
+{_SESSION} ORDER BY s.last_active_at, s.user_id, s.session_id LIMIT $limit
+"""
+DELETE_SESSION = """
+OPTIONAL MATCH (e:Episode {user_id: $user, session_id: $session})
+WITH collect(e) AS eps
+WITH eps, [e IN eps | e.id] AS ids
+FOREACH (e IN eps | DETACH DELETE e)
+WITH ids
+OPTIONAL MATCH (s:Session {user_id: $user, session_id: $session})
+DETACH DELETE s
+RETURN ids
+"""
 ITEM_EPISODES = "MATCH (e:Episode) WHERE e.processed AND e.indexed {0} RETURN e.id AS id ORDER BY e.ord"
 ITEM_NOTES = "MATCH (e:Note) WHERE e.invalid_at IS NULL {0} RETURN e.id AS id ORDER BY e.ord"
 ITEM_RELATIONS = f"""
@@ -252,7 +293,8 @@ MERGE (a:Audit {{id: row.props.id}})
 ON CREATE SET a += row.props, a.ord = top + row.i, a.name = row.props.action + ' ' + row.props.item_kind
 """
 AUDIT_LOG = """
-MATCH (a:Audit {user_id: $user}) WHERE $item IS NULL OR a.item_id = $item OR a.related_id = $item
+MATCH (a:Audit {user_id: $user})
+WHERE ($item IS NULL OR a.item_id = $item OR a.related_id = $item) AND ($kind IS NULL OR a.item_kind = $kind)
 RETURN a {.*} AS a ORDER BY a.ord LIMIT $limit
 """
 SUPERSEDED_NOTES = f"""
@@ -338,7 +380,7 @@ def note_props(note: Note) -> dict[str, Any]:
             "name": caption(note.text),
             "valid_at": to_neo(note.valid_at), "invalid_at": to_neo(note.invalid_at),
             "superseded_by": note.superseded_by, "episodes": list(note.source_episode_ids),
-            "created_at": to_neo(note.created_at)}
+            "created_at": to_neo(note.created_at), "confidence": note.confidence}
 
 
 def to_entity(r: dict[str, Any]) -> Entity:
@@ -365,7 +407,12 @@ def to_note(r: dict[str, Any]) -> Note:
     return Note(id=r["id"], user_id=r["user_id"], kind=NoteKind(r["kind"]), text=r["text"], slot=r["slot"],
                 valid_at=_dt(r["valid_at"]), invalid_at=from_neo(r.get("invalid_at")),
                 superseded_by=r.get("superseded_by"), source_episode_ids=list(r.get("episodes") or []),
-                created_at=_dt(r["created_at"]))
+                created_at=_dt(r["created_at"]), confidence=r.get("confidence", 0.7))
+
+
+def to_session(r: dict[str, Any]) -> SessionInfo:
+    return SessionInfo(user_id=r["user_id"], session_id=r["session_id"], started_at=_dt(r["started_at"]),
+                       last_active_at=_dt(r["last_active_at"]))
 
 
 def like(pattern: str) -> str:

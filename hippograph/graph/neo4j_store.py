@@ -8,6 +8,8 @@ Model (every node and relationship carries `user_id`; every query is scoped by i
   (:Episode)-[:MENTIONS]->(:Entity)
   (:User)-[:HAS_NOTE]->(:Note {id, user_id, kind, text, slot, valid_at, invalid_at, superseded_by, ...})
   (:Note)-[:SUPERSEDED_BY]->(:Note), (:Note)-[:FROM]->(:Episode)
+  (:Session {user_id, session_id, started_at, last_active_at, name})   activity, for the session TTL
+  (:Audit {id, user_id, at, actor, action, item_kind, item_id, text, related_id, name, ord})
 Episodes hang off their entities (MENTIONS), not off the user: no super-node, and a User node exists
 only once `ensure_user` ran, as the SQLite `users` row does. `ord` is the insertion order (SQLite's rowid).
 
@@ -35,7 +37,7 @@ from hippograph.graph.base import Subgraph
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
-from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, stable_id
+from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id, utcnow
 
 Tx = AsyncManagedTransaction | AsyncTransaction
 Rows = list[dict[str, Any]]
@@ -96,6 +98,9 @@ class Neo4jGraphStore:
             async with driver.session(database=self.database) as session:
                 for statement in [*cy.SCHEMA, "CALL db.awaitIndexes(300)"]:
                     await (await session.run(statement)).consume()
+                found = await (await session.run(cy.HAS_SESSIONS)).single()
+                if found is not None and found["episodes"] and not found["sessions"]:
+                    await (await session.run(cy.BACKFILL_SESSIONS, now=cy.to_neo(utcnow()))).consume()
         except (Neo4jError, DriverError, OSError) as exc:
             await driver.close()
             raise self._unavailable(exc) from exc
@@ -283,6 +288,27 @@ class Neo4jGraphStore:
         if ids:
             self._update(cy.SET_INDEXED, ids=list(ids), indexed=bool(indexed))
 
+    def delete_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        if not ids:
+            return []
+        return [r["id"] for r in self._update(cy.DELETE_EPISODES, user=user_id, ids=list(ids))]
+
+    # --- sessions ------------------------------------------------------------------------------
+    def touch_sessions(self, user_id: str, session_ids: Sequence[str], at: datetime) -> None:
+        if session_ids:
+            self._update(cy.TOUCH_SESSIONS, user=user_id, sessions=list(dict.fromkeys(session_ids)), at=cy.to_neo(at))
+
+    def list_sessions(self, user_id: str) -> list[SessionInfo]:
+        return [cy.to_session(r["s"]) for r in self._query(cy.LIST_SESSIONS, user=user_id)]
+
+    def expired_sessions(self, before: datetime, user_id: str | None = None, limit: int = 100) -> list[SessionInfo]:
+        rows = self._query(cy.EXPIRED_SESSIONS, before=cy.to_neo(before), user=user_id, limit=limit)
+        return [cy.to_session(r["s"]) for r in rows]
+
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
+        rows = self._update(cy.DELETE_SESSION, user=user_id, session=session_id)
+        return list(rows[0]["ids"]) if rows else []
+
     def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:
         node, rel, entity = ("AND e.user_id = $user", "AND r.user_id = $user", "{user_id: $user}") if user_id \
             else ("", "", "")
@@ -467,7 +493,7 @@ class Neo4jGraphStore:
     def add_note(self, note: Note) -> None:
         self._update(cy.ADD_NOTE, props=cy.note_props(note))
 
-    def supersede_note(self, old_id: str, new_id: str, at: datetime) -> None:
+    def supersede_note(self, old_id: str, new_id: str | None, at: datetime) -> None:
         self._update(cy.SUPERSEDE_NOTE, old=old_id, new=new_id, at=cy.to_neo(at))
 
     def notes_by_ids(self, ids: Sequence[str]) -> list[Note]:
@@ -485,8 +511,10 @@ class Neo4jGraphStore:
             rows = [{"i": i + 1, "props": {**e.model_dump(), "at": cy.to_neo(e.at)}} for i, e in enumerate(events)]
             self._update(cy.ADD_AUDIT, rows=rows)
 
-    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
-        rows = self._query(cy.AUDIT_LOG, user=user_id, item=item_id, limit=limit if limit >= 0 else NO_LIMIT)
+    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000,
+                  item_kind: str | None = None) -> list[AuditEvent]:
+        rows = self._query(cy.AUDIT_LOG, user=user_id, item=item_id, kind=item_kind,
+                           limit=limit if limit >= 0 else NO_LIMIT)
         return [AuditEvent.model_validate({k: cy.from_neo(v) for k, v in r["a"].items() if k not in ("ord", "name")})
                 for r in rows]
 

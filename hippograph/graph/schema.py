@@ -76,7 +76,8 @@ CREATE TABLE IF NOT EXISTS notes (
     invalid_at    TEXT,
     superseded_by TEXT,
     episodes      TEXT NOT NULL DEFAULT '[]',
-    created_at    TEXT NOT NULL
+    created_at    TEXT NOT NULL,
+    confidence    REAL NOT NULL DEFAULT 0.7
 );
 CREATE INDEX IF NOT EXISTS notes_slot ON notes(user_id, slot, invalid_at);
 CREATE TABLE IF NOT EXISTS audit (
@@ -89,9 +90,30 @@ CREATE TABLE IF NOT EXISTS audit (
     item_kind  TEXT NOT NULL,
     item_id    TEXT NOT NULL,
     text       TEXT,
-    related_id TEXT
+    related_id TEXT,
+    session_id TEXT
 );
 CREATE INDEX IF NOT EXISTS audit_user ON audit(user_id, seq);
+CREATE TABLE IF NOT EXISTS sessions (
+    user_id        TEXT NOT NULL,
+    session_id     TEXT NOT NULL,
+    started_at     TEXT NOT NULL,
+    last_active_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_active ON sessions(last_active_at);
+"""
+
+# Columns added after a table's first release: (table, column, definition). A store made by an older
+# version gains them when it is opened.
+ADDED_COLUMNS = (
+    ("notes", "confidence", "REAL NOT NULL DEFAULT 0.7"),
+    ("audit", "session_id", "TEXT"),
+)
+# A store made before sessions were tracked: its sessions start counting from the upgrade.
+BACKFILL_SESSIONS = """
+INSERT OR IGNORE INTO sessions(user_id, session_id, started_at, last_active_at)
+SELECT DISTINCT user_id, session_id, ?, ? FROM episodes WHERE session_id IS NOT NULL
 """
 
 _ARTICLES = re.compile(r"^(the|a|an|my|our|his|her|their|your)\s+")

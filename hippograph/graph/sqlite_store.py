@@ -21,7 +21,7 @@ import networkx as nx
 from hippograph.errors import BackendUnavailable
 from hippograph.graph.base import Subgraph
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
-from hippograph.graph.schema import SCHEMA, normalise
+from hippograph.graph.schema import ADDED_COLUMNS, BACKFILL_SESSIONS, SCHEMA, normalise
 from hippograph.models import (
     AuditEvent,
     Entity,
@@ -31,7 +31,9 @@ from hippograph.models import (
     NoteKind,
     Relation,
     Role,
+    SessionInfo,
     stable_id,
+    utcnow,
 )
 
 T = TypeVar("T")
@@ -71,7 +73,9 @@ class SqliteGraphStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
+            fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name='sessions'").fetchall()
             conn.executescript(SCHEMA)
+            _migrate(conn, fresh)
         except (sqlite3.Error, OSError) as exc:
             raise BackendUnavailable(f"cannot open the graph database at {self.path}: {exc}") from exc
         self._conn = conn
@@ -153,7 +157,8 @@ class SqliteGraphStore:
 
     def delete_user(self, user_id: str) -> None:
         with self._tx() as c:
-            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "audit", "users"):
+            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "audit", "sessions",
+                          "users"):
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         self._graphs.pop(user_id, None)
         self._ppr.drop(user_id)
@@ -228,6 +233,54 @@ class SqliteGraphStore:
                 f"UPDATE episodes SET processed=1, extractor=? WHERE id IN ({_marks(len(ids))})",
                 (extractor, *ids),
             )
+
+    def delete_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        if not ids:
+            return []
+        marks = _marks(len(ids))
+        with self._tx() as c:
+            found = [r["id"] for r in c.execute(
+                f"SELECT id FROM episodes WHERE +user_id=? AND id IN ({marks})", (user_id, *ids))]
+            if found:
+                m = _marks(len(found))
+                c.execute(f"DELETE FROM mentions WHERE episode_id IN ({m})", found)
+                c.execute(f"DELETE FROM episodes WHERE id IN ({m})", found)
+        if found:
+            self._ppr.drop(user_id)
+        return found
+
+    # --- sessions ------------------------------------------------------------------------------
+    def touch_sessions(self, user_id: str, session_ids: Sequence[str], at: datetime) -> None:
+        if session_ids:
+            with self._tx() as c:
+                c.executemany(
+                    "INSERT INTO sessions(user_id, session_id, started_at, last_active_at) VALUES (?,?,?,?) "
+                    "ON CONFLICT(user_id, session_id) DO UPDATE SET last_active_at=excluded.last_active_at "
+                    "WHERE excluded.last_active_at > sessions.last_active_at",
+                    [(user_id, s, _iso(at), _iso(at)) for s in dict.fromkeys(session_ids)])
+
+    def list_sessions(self, user_id: str) -> list[SessionInfo]:
+        rows = self._rows("SELECT * FROM sessions WHERE user_id=? ORDER BY last_active_at DESC, session_id",
+                          (user_id,))
+        return [_session(r) for r in rows]
+
+    def expired_sessions(self, before: datetime, user_id: str | None = None, limit: int = 100) -> list[SessionInfo]:
+        scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
+        rows = self._rows(f"SELECT * FROM sessions WHERE last_active_at < ? {scope} "
+                          "ORDER BY last_active_at, user_id, session_id LIMIT ?", (_iso(before), *params, limit))
+        return [_session(r) for r in rows]
+
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
+        with self._tx() as c:
+            ids = [r["id"] for r in c.execute("SELECT id FROM episodes WHERE user_id=? AND session_id=?",
+                                              (user_id, session_id))]
+            c.execute("DELETE FROM mentions WHERE episode_id IN (SELECT id FROM episodes WHERE user_id=? AND "
+                      "session_id=?)", (user_id, session_id))
+            c.execute("DELETE FROM episodes WHERE user_id=? AND session_id=?", (user_id, session_id))
+            c.execute("DELETE FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id))
+        if ids:
+            self._ppr.drop(user_id)
+        return ids
 
     def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:
         scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
@@ -447,13 +500,13 @@ class SqliteGraphStore:
         with self._tx() as c:
             c.execute(
                 "INSERT OR REPLACE INTO notes(id,user_id,kind,text,slot,valid_at,invalid_at,superseded_by,"
-                "episodes,created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "episodes,created_at,confidence) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (note.id, note.user_id, note.kind.value, note.text, note.slot, _iso(note.valid_at),
                  _iso(note.invalid_at), note.superseded_by, json.dumps(note.source_episode_ids),
-                 _iso(note.created_at)),
+                 _iso(note.created_at), note.confidence),
             )
 
-    def supersede_note(self, old_id: str, new_id: str, at: datetime) -> None:
+    def supersede_note(self, old_id: str, new_id: str | None, at: datetime) -> None:
         self._history.drop()
         with self._tx() as c:
             c.execute("UPDATE notes SET invalid_at=?, superseded_by=? WHERE id=?", (_iso(at), new_id, old_id))
@@ -478,18 +531,22 @@ class SqliteGraphStore:
             return
         with self._tx() as c:
             c.executemany(
-                "INSERT OR IGNORE INTO audit(id,user_id,at,actor,action,item_kind,item_id,text,related_id) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
-                [(e.id, e.user_id, _iso(e.at), e.actor, e.action, e.item_kind, e.item_id, e.text, e.related_id)
-                 for e in events])
+                "INSERT OR IGNORE INTO audit(id,user_id,at,actor,action,item_kind,item_id,text,related_id,"
+                "session_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(e.id, e.user_id, _iso(e.at), e.actor, e.action, e.item_kind, e.item_id, e.text, e.related_id,
+                  e.session_id) for e in events])
 
-    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000) -> list[AuditEvent]:
+    def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000,
+                  item_kind: str | None = None) -> list[AuditEvent]:
         scope, params = ("AND (item_id=? OR related_id=?)", (item_id, item_id)) if item_id else ("", ())
+        if item_kind:
+            scope, params = f"{scope} AND item_kind=?", (*params, item_kind)
         rows = self._rows(f"SELECT * FROM audit WHERE user_id=? {scope} ORDER BY seq LIMIT ?",
                           (user_id, *params, limit))
         return [AuditEvent(id=r["id"], user_id=r["user_id"], at=datetime.fromisoformat(r["at"]), actor=r["actor"],
                            action=r["action"],
-                           item_kind=r["item_kind"], item_id=r["item_id"], text=r["text"], related_id=r["related_id"])
+                           item_kind=r["item_kind"], item_id=r["item_id"], text=r["text"], related_id=r["related_id"],
+                           session_id=r["session_id"])
                 for r in rows]
 
     def superseded(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
@@ -574,4 +631,20 @@ def _relation(r: sqlite3.Row) -> Relation:
 def _note(r: sqlite3.Row) -> Note:
     return Note(id=r["id"], user_id=r["user_id"], kind=NoteKind(r["kind"]), text=r["text"], slot=r["slot"],
                 valid_at=_dt(r["valid_at"]), invalid_at=_dt(r["invalid_at"]), superseded_by=r["superseded_by"],
-                source_episode_ids=json.loads(r["episodes"] or "[]"), created_at=_dt(r["created_at"]))
+                source_episode_ids=json.loads(r["episodes"] or "[]"), created_at=_dt(r["created_at"]),
+                confidence=r["confidence"])
+
+
+def _session(r: sqlite3.Row) -> SessionInfo:
+    return SessionInfo(user_id=r["user_id"], session_id=r["session_id"], started_at=_dt(r["started_at"]),
+                       last_active_at=_dt(r["last_active_at"]))
+
+
+def _migrate(conn: sqlite3.Connection, fresh: bool) -> None:
+    """Bring a store made by an older version up to this schema (new columns; sessions tracked from now)."""
+    for table, column, definition in ADDED_COLUMNS:
+        if column not in {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+    if fresh:
+        now = _iso(utcnow())
+        conn.execute(BACKFILL_SESSIONS, (now, now))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -53,9 +54,13 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         if not svc.ready:
             await run_in_threadpool(svc.open)
         app.state.service = svc
+        sweeper = asyncio.create_task(_sweep(svc, settings.sessions.sweep_seconds))
         try:
             yield
         finally:
+            sweeper.cancel()
+            with suppress(asyncio.CancelledError):
+                await sweeper
             app.state.service = None
             await run_in_threadpool(svc.close)
 
@@ -91,6 +96,16 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
     for router in (health.router, memories.router, users.router, graph.router):
         app.include_router(router)
     return app
+
+
+async def _sweep(service: Hippograph, every: float) -> None:
+    """Delete expired sessions now and then, so an idle session goes even if its user never returns."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await run_in_threadpool(service.expire_sessions)
+        except HippographError as exc:  # a store down: the next sweep tries again
+            log.warning("session expiry sweep failed: %s", exc)
 
 
 def _safe_errors(exc: RequestValidationError) -> list[dict]:

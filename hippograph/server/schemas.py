@@ -63,6 +63,34 @@ class CorrectionRequest(Strict):
         return self
 
 
+class HandoffRequest(Strict):
+    user_id: str = Id
+    session_id: str = Id
+    task: str = Field(min_length=1, max_length=2000, description="What the receiving agent is to do.")
+    to_agent: str | None = Field(None, min_length=1, max_length=256)
+
+    @model_validator(mode="after")
+    def _task_not_blank(self) -> HandoffRequest:
+        if not self.task.strip():
+            raise ValueError("task: say what the receiving agent is to do (it cannot be blank)")
+        return self
+
+
+class HandoffPacket(BaseModel):
+    task: str
+    requirements: list[str] = Field(description="Settled requirements; rejected ideas only as what was decided.")
+    format: str | None = Field(description="The output format the session settled on.")
+    constraints_confirmed_by_user: bool = Field(
+        description="Every requirement (and the format) was stated or explicitly accepted by the user.")
+    open_questions: list[str]
+    source_session: str
+    user_id: str
+    from_agent: str | None = None
+    to_agent: str | None = None
+    created_at: str
+    details: list[dict[str, Any]] = Field(default_factory=list, description="Each requirement with its sources.")
+
+
 class SearchRequest(Strict):
     user_id: str = Id
     query: str = Field(min_length=1, max_length=20_000)

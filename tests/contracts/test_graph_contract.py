@@ -165,6 +165,54 @@ def test_notes_supersede_and_delete(store: GraphStore) -> None:
     assert not store.delete_note("u2", "n1")
 
 
+def test_sessions_track_activity_and_expire_whole(store: GraphStore) -> None:
+    store.ensure_user("u1")
+    store.ensure_user("u2")
+    store.add_episodes([ep("u1", 0, "old"), ep("u1", 1, "old"), ep("u1", 2, "live"), ep("u2", 3, "old"),
+                        ep("u1", 4, session=None)])
+    x, = store.resolve_entities("u1", [ent("u1", "Alice")])
+    store.link_mentions("u1-ep0", [x.id])
+    store.touch_sessions("u1", ["old"], T0)
+    store.touch_sessions("u1", ["old"], T0 - timedelta(hours=1))  # an earlier time never moves it back
+    store.touch_sessions("u1", ["live"], T0 + timedelta(hours=2))
+    store.touch_sessions("u2", ["old"], T0)
+    sessions = store.list_sessions("u1")
+    assert [(s.session_id, s.last_active_at) for s in sessions] == [("live", T0 + timedelta(hours=2)), ("old", T0)]
+    assert sessions[1].started_at == T0
+    before = T0 + timedelta(hours=1)
+    assert [(s.user_id, s.session_id) for s in store.expired_sessions(before)] == [("u1", "old"), ("u2", "old")]
+    assert [s.session_id for s in store.expired_sessions(before, user_id="u2")] == ["old"]
+    assert store.expired_sessions(before, limit=1)[0].user_id == "u1"
+    assert sorted(store.delete_session("u1", "old")) == ["u1-ep0", "u1-ep1"]
+    assert store.session_episodes("u1", "old") == [] and store.mentions_of("u1", [x.id]) == {}
+    assert [s.session_id for s in store.list_sessions("u1")] == ["live"]
+    assert [e.id for e in store.get_episodes("u1", ["u1-ep2", "u1-ep4"])] == ["u1-ep2", "u1-ep4"]
+    assert [e.id for e in store.session_episodes("u2", "old")] == ["u2-ep3"]  # another user's session stays
+    assert store.delete_session("u1", "old") == []
+    store.delete_user("u2")
+    assert store.list_sessions("u2") == [] and store.expired_sessions(before) == []
+
+
+def test_delete_episodes_of_the_user_only(store: GraphStore) -> None:
+    store.ensure_user("u1")
+    store.add_episodes([ep("u1", 0), ep("u1", 1), ep("u2", 2)])
+    x, = store.resolve_entities("u1", [ent("u1", "Alice")])
+    store.link_mentions("u1-ep0", [x.id])
+    assert store.delete_episodes("u1", ["u1-ep0", "u2-ep2", "nope"]) == ["u1-ep0"]
+    assert [e.id for e in store.session_episodes("u1", "s1")] == ["u1-ep1"]
+    assert store.mentions_of("u1", [x.id]) == {} and store.get_episodes("u2", ["u2-ep2"])
+
+
+def test_notes_keep_confidence_and_can_be_retired(store: GraphStore) -> None:
+    store.add_note(Note(id="n1", user_id="u1", kind=NoteKind.preference, text="Likes tea", slot="pref:tea",
+                        valid_at=T0, confidence=0.85))
+    assert store.notes_by_ids(["n1"])[0].confidence == 0.85
+    store.supersede_note("n1", None, T0 + timedelta(days=1))
+    retired = store.notes_by_ids(["n1"])[0]
+    assert retired.invalid_at == T0 + timedelta(days=1) and retired.superseded_by is None
+    assert store.list_notes("u1") == [] and store.current_note_by_slot("u1", "pref:tea") is None
+
+
 def test_audit_log_appends_in_order_and_filters_by_item(store: GraphStore) -> None:
     def event(i: int, user: str, action: str, item: str, related: str | None = None) -> AuditEvent:
         return AuditEvent(id=f"{user}-a{i}", user_id=user, at=T0 + timedelta(minutes=i // 2), actor="extractor:spacy",
@@ -183,6 +231,10 @@ def test_audit_log_appends_in_order_and_filters_by_item(store: GraphStore) -> No
     assert log[2].related_id == "n2" and log[2].at == T0 + timedelta(minutes=1) and log[0].text == "text 0"
     assert [e.id for e in store.audit_log("u1", item_id="n1")] == ["u1-a0", "u1-a1", "u1-a2"]
     assert [e.id for e in store.audit_log("u1", limit=2)] == ["u1-a0", "u1-a1"]
+    store.add_audit([AuditEvent(id="u1-m", user_id="u1", at=T0, actor="agent:a", action="create", item_kind="memory",
+                                item_id="ep1", session_id="s1")])
+    assert [(e.id, e.session_id) for e in store.audit_log("u1", item_kind="memory")] == [("u1-m", "s1")]
+    assert len(store.audit_log("u1", item_kind="note")) == 4
     store.delete_user("u1")
     assert store.audit_log("u1") == [] and [e.id for e in store.audit_log("u2")] == ["u2-a0"]
 

@@ -25,6 +25,7 @@ def test_correct_an_item_keeps_history_and_audits(client: TestClient) -> None:
     assert resp.status_code == 200, resp.text
     new = resp.json()
     assert new["replaces"] == old["id"] and new["text"] == "Lives in Portland" and new["id"] != old["id"]
+    assert old["confidence"] == 0.7 and new["confidence"] == 1.0  # a person's correction is sure
 
     facts = [f["fact"] for f in client.get("/v1/users/carol/profile").json()["facts"]]
     assert "Lives in Portland" in facts and not any("Seattle" in f for f in facts)
@@ -36,9 +37,12 @@ def test_correct_an_item_keeps_history_and_audits(client: TestClient) -> None:
     assert "Lives in Portland" in ctx["context"]
     assert "outdated since" in ctx["context"]  # the old message is shown as history, not as today's truth
 
-    events = client.get("/v1/users/carol/audit").json()["events"]
+    events = client.get("/v1/users/carol/audit?kind=note").json()["events"]
     assert [(e["action"], e["actor"]) for e in events] == [
         ("create", "extractor:spacy"), ("correct", "user:carol"), ("supersede", "user:carol")]
+    memories = client.get("/v1/users/carol/audit?kind=memory").json()["events"]
+    assert [(e["action"], e["actor"], e["text"]) for e in memories] == [("create", "api", None)]
+    assert memories[0]["session_id"] == "s1"
     assert events[1]["item_id"] == new["id"] and events[1]["related_id"] == old["id"]
     one = client.get(f"/v1/users/carol/audit?item_id={old['id']}").json()["events"]
     assert {e["action"] for e in one} == {"create", "correct", "supersede"}

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Path, Query
 
 from hippograph.server.deps import Service
@@ -7,6 +9,7 @@ from hippograph.server.schemas import CorrectionRequest
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
 UserId = Path(min_length=1, max_length=256)
+ActorQuery = Query("api", min_length=1, max_length=256, description="Who deletes it, for the audit log.")
 
 
 @router.get("/{user_id}/profile")
@@ -29,14 +32,11 @@ def correct_profile_item(service: Service, body: CorrectionRequest, item_id: str
     in the history as superseded. Returns the new item."""
     new = service.correct_note(user_id, item_id, body.text, actor=body.actor)
     return {"id": new.id, "replaces": item_id, "kind": new.kind.value, "text": new.text,
-            "updated": new.valid_at.isoformat()}
+            "updated": new.valid_at.isoformat(), "confidence": new.confidence}
 
 
 @router.delete("/{user_id}/profile/{item_id}")
-def delete_profile_item(
-    service: Service, item_id: str, user_id: str = UserId,
-    actor: str = Query("api", min_length=1, max_length=256, description="Who deletes it, for the audit log."),
-) -> dict:
+def delete_profile_item(service: Service, item_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
     service.delete_note(user_id, item_id, actor=actor)
     return {"deleted": item_id}
 
@@ -45,10 +45,33 @@ def delete_profile_item(
 def audit_log(
     service: Service, user_id: str = UserId, item_id: str | None = Query(None, max_length=256),
     limit: int = Query(1000, ge=1, le=10_000),
+    kind: Literal["note", "memory"] | None = Query(None, description="Only profile items, or only memories."),
 ) -> dict:
-    """Every creation, supersession, correction and deletion of the user's profile items, oldest
-    first, with who made it and when (`item_id` narrows it to one item and what replaced it)."""
-    return {"user_id": user_id, "events": [e.model_dump(mode="json") for e in service.audit(user_id, item_id, limit)]}
+    """Every creation, supersession, correction, retirement, deletion and expiry of the user's profile
+    items and memories, oldest first, with who made it and when (`item_id` narrows it to one item and
+    what replaced it). Deleted memories are listed without their text."""
+    events = service.audit(user_id, item_id, limit, kind)
+    return {"user_id": user_id, "events": [e.model_dump(mode="json") for e in events]}
+
+
+@router.delete("/{user_id}/memories/{memory_id}")
+def delete_memory(service: Service, memory_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
+    """Delete one message or document (the client's id, or ours) from every store. Profile items
+    extracted from it stay; delete them through the profile."""
+    return {"deleted": service.delete_memory(user_id, memory_id, actor=actor)}
+
+
+@router.get("/{user_id}/sessions")
+def sessions(service: Service, user_id: str = UserId) -> dict:
+    """The user's live sessions, most recent first, with when each expires unless used again."""
+    return {"user_id": user_id, "sessions": service.list_sessions(user_id)}
+
+
+@router.delete("/{user_id}/sessions/{session_id}")
+def end_session(service: Service, session_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
+    """Forget a session now, as its TTL would: its messages, summaries and tool results go; the
+    profile items extracted from it stay."""
+    return {"deleted": session_id, "memories_deleted": service.end_session(user_id, session_id, actor=actor)}
 
 
 @router.delete("/{user_id}")

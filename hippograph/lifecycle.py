@@ -1,0 +1,127 @@
+"""Tier 1 is meant to vanish: rolling summaries of long sessions, and expiry of idle ones.
+
+Summaries: once a session reaches `summary_threshold` messages, everything but the last
+`summary_keep_recent` is summarised; the summary rolls forward each time that many more messages have
+aged out of the window. It is computed from a snapshot of the session with no store lock or transaction
+held (a summariser may call a model); the write then checks, inside one short transaction, that no
+newer summary landed meanwhile. A summary is stored as an episode of kind `summary` in the session: it
+is never extracted (exact facts come from the messages themselves) and never indexed for recall.
+
+Expiry: a session idle for `ttl_seconds` of server time (client timestamps may be anything) is deleted
+from both stores with its messages, summaries and tool observations. Notes and relations extracted
+from it stay. Each deleted memory is recorded in the audit log, without its text.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from hippograph.config import SessionSettings
+from hippograph.graph.base import GraphStore
+from hippograph.ingest import audit_event
+from hippograph.models import Episode, EpisodeKind, stable_id, utcnow
+from hippograph.planner.summary import Summarizer, SummaryLine, render
+from hippograph.vectors.indexer import Indexer
+
+log = logging.getLogger("hippograph.lifecycle")
+
+SUMMARY_SEQ = -1  # before every message: summaries never take a message's place in the session order
+
+
+def stored_summary(episodes: Sequence[Episode]) -> Episode | None:
+    """The session's current summary among its episodes (the one that covers the most)."""
+    found = [e for e in episodes if e.kind == EpisodeKind.summary]
+    return max(found, key=covered_through, default=None)
+
+
+def covered_through(summary: Episode | None) -> int:
+    """The seq of the last message a summary covers (-1 for none)."""
+    return int(summary.metadata.get("through_seq", -1)) if summary is not None else -1
+
+
+def summary_lines(summary: Episode | None) -> list[SummaryLine]:
+    return [SummaryLine.model_validate(x) for x in summary.metadata.get("lines", [])] if summary else []
+
+
+class SessionKeeper:
+    def __init__(self, graph: GraphStore, indexer: Indexer, summarizer: Summarizer, settings: SessionSettings,
+                 write_lock: threading.Lock) -> None:
+        self.graph = graph
+        self.indexer = indexer
+        self.summarizer = summarizer
+        self.settings = settings
+        self._write_lock = write_lock  # the ingest path's: an expiry never interleaves with a write
+
+    # --- summaries -----------------------------------------------------------------------------
+    def summarize(self, user_id: str, session_id: str) -> Episode | None:
+        """Roll the session's summary forward if enough messages aged out of the window since the last
+        one. Returns the new summary, or None when none was due (or another caller wrote it first)."""
+        cfg = self.settings
+        episodes = self.graph.session_episodes(user_id, session_id)
+        messages = [e for e in episodes if e.kind == EpisodeKind.message]
+        if len(messages) < cfg.summary_threshold:
+            return None
+        previous = stored_summary(episodes)
+        through = covered_through(previous)
+        aged = [m for m in messages[: len(messages) - cfg.summary_keep_recent] if m.seq > through]
+        step = cfg.summary_threshold - cfg.summary_keep_recent
+        if not aged or (previous is not None and len(aged) < step):
+            return None
+        # the model (if any) runs here, with no lock or transaction held
+        lines = self.summarizer.summarize(summary_lines(previous), aged, cfg.summary_max_tokens)
+        last = aged[-1]
+        covered = int(previous.metadata.get("messages", 0) if previous else 0) + len(aged)
+        summary = Episode(
+            id=stable_id("sum", user_id, session_id, str(last.seq)), user_id=user_id, session_id=session_id,
+            kind=EpisodeKind.summary, content=render(lines) or "(nothing of substance)", timestamp=last.timestamp,
+            seq=SUMMARY_SEQ, metadata={"through_seq": last.seq, "messages": covered, "method": self.summarizer.name,
+                                       "lines": [line.model_dump(mode="json") for line in lines]})
+        with self.graph.batch():
+            current = stored_summary(self.graph.session_episodes(user_id, session_id))
+            if covered_through(current) >= last.seq:
+                return None  # a concurrent call summarised as far or further
+            self.graph.add_episodes([summary])
+            self.graph.mark_processed([summary.id], f"summary:{self.summarizer.name}")
+            self.graph.set_indexed([summary.id], False)
+            actor = f"summarizer:{self.summarizer.name}"
+            events = [audit_event(user_id, actor, "create", summary.id, None, current.id if current else None,
+                                  item_kind="memory")]
+            if current is not None:
+                self.graph.delete_episodes(user_id, [current.id])
+                events.append(audit_event(user_id, actor, "supersede", current.id, None, summary.id,
+                                          item_kind="memory"))
+            self.graph.add_audit(events)
+        return summary
+
+    # --- expiry --------------------------------------------------------------------------------
+    def expire(self, user_id: str | None = None, now: datetime | None = None) -> int:
+        """Delete every session (of one user, or of all) idle longer than the TTL. Returns how many."""
+        if not self.settings.ttl_seconds:
+            return 0
+        now = now or utcnow()
+        before = now - timedelta(seconds=self.settings.ttl_seconds)
+        done = 0
+        with self._write_lock:
+            while found := self.graph.expired_sessions(before, user_id=user_id, limit=100):
+                for s in found:
+                    self.delete(s.user_id, s.session_id, now, "session-ttl")
+                    done += 1
+        return done
+
+    def delete(self, user_id: str, session_id: str, now: datetime, actor: str) -> int:
+        """Delete one session from both stores (the caller holds the write lock); returns how many
+        memories went."""
+        ids = [e.id for e in self.graph.session_episodes(user_id, session_id)]
+        self.indexer.store.delete(ids)  # the index first: the system of record can always redo it
+        with self.graph.batch():
+            deleted = self.graph.delete_session(user_id, session_id)
+            action = "expire" if actor == "session-ttl" else "delete"
+            self.graph.add_audit([audit_event(user_id, actor, action, ep, None, at=now, item_kind="memory",
+                                              session_id=session_id) for ep in deleted])
+        if late := sorted(set(deleted) - set(ids)):
+            self.indexer.store.delete(late)
+        log.info("session %r of user %r deleted (%s): %d memories", session_id, user_id, actor, len(deleted))
+        return len(deleted)
