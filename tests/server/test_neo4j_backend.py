@@ -80,6 +80,18 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
             rows = cypher(driver, query, user=user)
             assert rows, f"README query returned nothing: {query}"
 
+        # session memory vanishes on Neo4j too: the session's episodes go, the notes they taught stay
+        sessions = cypher(driver, "MATCH (s:Session {user_id: $u}) RETURN s.name AS name ORDER BY name", u=user)
+        assert [s["name"] for s in sessions] == ["june", "monday"]
+        notes_before = cypher(driver, "MATCH (n:Note {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"]
+        resp = client.delete(f"/v1/users/{user}/sessions/monday?actor=user:alice")
+        assert resp.status_code == 200 and resp.json()["memories_deleted"] == 2
+        assert cypher(driver, "MATCH (e:Episode {user_id: $u, session_id: 'monday'}) RETURN e", u=user) == []
+        assert cypher(driver, "MATCH (n:Note {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"] == notes_before
+        deleted = cypher(driver, "MATCH (a:Audit {user_id: $u, action: 'delete', item_kind: 'memory'}) "
+                                 "RETURN a.actor AS actor, a.session_id AS session", u=user)
+        assert deleted == [{"actor": "user:alice", "session": "monday"}] * 2
+
         assert client.delete(f"/v1/users/{user}").status_code == 200
         left = cypher(driver, "MATCH (n {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"]
         rels = cypher(driver, "MATCH ()-[r {user_id: $u}]->() RETURN count(r) AS n", u=user)[0]["n"]
