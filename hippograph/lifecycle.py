@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from hippograph.config import SessionSettings
+from hippograph.errors import HippographError
 from hippograph.graph.base import GraphStore
 from hippograph.ingest import audit_event
 from hippograph.models import Episode, EpisodeKind, stable_id, utcnow
@@ -48,10 +49,11 @@ def summary_lines(summary: Episode | None) -> list[SummaryLine]:
 
 class SessionKeeper:
     def __init__(self, graph: GraphStore, indexer: Indexer, summarizer: Summarizer, settings: SessionSettings,
-                 write_lock: threading.Lock) -> None:
+                 write_lock: threading.Lock, fallback: Summarizer | None = None) -> None:
         self.graph = graph
         self.indexer = indexer
         self.summarizer = summarizer
+        self.fallback = fallback  # when the summarizer (a model) fails
         self.settings = settings
         self._write_lock = write_lock  # the ingest path's: an expiry never interleaves with a write
 
@@ -71,22 +73,30 @@ class SessionKeeper:
         if not aged or (previous is not None and len(aged) < step):
             return None
         # the model (if any) runs here, with no lock or transaction held
-        lines = self.summarizer.summarize(summary_lines(previous), aged, cfg.summary_max_tokens)
+        method = self.summarizer.name
+        try:
+            lines = self.summarizer.summarize(summary_lines(previous), aged, cfg.summary_max_tokens)
+        except HippographError as exc:
+            if self.fallback is None:
+                raise
+            log.warning("summary by %s failed (%s); using %s", method, exc, self.fallback.name)
+            method = self.fallback.name
+            lines = self.fallback.summarize(summary_lines(previous), aged, cfg.summary_max_tokens)
         last = aged[-1]
         covered = int(previous.metadata.get("messages", 0) if previous else 0) + len(aged)
         summary = Episode(
             id=stable_id("sum", user_id, session_id, str(last.seq)), user_id=user_id, session_id=session_id,
             kind=EpisodeKind.summary, content=render(lines) or "(nothing of substance)", timestamp=last.timestamp,
-            seq=SUMMARY_SEQ, metadata={"through_seq": last.seq, "messages": covered, "method": self.summarizer.name,
+            seq=SUMMARY_SEQ, metadata={"through_seq": last.seq, "messages": covered, "method": method,
                                        "lines": [line.model_dump(mode="json") for line in lines]})
         with self.graph.batch():
             current = stored_summary(self.graph.session_episodes(user_id, session_id))
             if covered_through(current) >= last.seq:
                 return None  # a concurrent call summarised as far or further
             self.graph.add_episodes([summary])
-            self.graph.mark_processed([summary.id], f"summary:{self.summarizer.name}")
+            self.graph.mark_processed([summary.id], f"summary:{method}")
             self.graph.set_indexed([summary.id], False)
-            actor = f"summarizer:{self.summarizer.name}"
+            actor = f"summarizer:{method}"
             events = [audit_event(user_id, actor, "create", summary.id, None, current.id if current else None,
                                   item_kind="memory")]
             if current is not None:

@@ -7,10 +7,12 @@ backend runs behind a protocol.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +31,7 @@ from hippograph.ingest import (
     relation_record,
 )
 from hippograph.lifecycle import SessionKeeper, covered_through, stored_summary, summary_lines
+from hippograph.llm.usage import UsageMeter, acting_for
 from hippograph.models import (
     AuditEvent,
     DocumentIn,
@@ -79,12 +82,25 @@ class SearchHit(BaseModel):
     provenance: list[str] = Field(default_factory=list)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _for_user(method: F) -> F:
+    """Model calls made inside count for the user the method serves (its first argument)."""
+    @functools.wraps(method)
+    def wrapper(self: Hippograph, user_id: str, *args: Any, **kwargs: Any) -> Any:
+        with acting_for(user_id):
+            return method(self, user_id, *args, **kwargs)
+    return cast(F, wrapper)
+
+
 class Hippograph:
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, counter: TokenCounter,
         context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000,
         world: WorldSettings | None = None, sessions: SessionSettings | None = None,
         profile: ProfileSettings | None = None, summarizer: Summarizer | None = None,
+        fallback_extractor: Extractor | None = None, defer_extraction: bool = False, usage: UsageMeter | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -93,10 +109,13 @@ class Hippograph:
         self.context_settings = context
         self.session_settings = sessions or SessionSettings()
         self.max_content_chars = max_content_chars
-        self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile)
+        self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile,
+                                 fallback=fallback_extractor, defer_on_failure=defer_extraction)
         self.retriever = Retriever(graph, indexer)
-        self.sessions = SessionKeeper(graph, indexer, summarizer or ExtractiveSummarizer(counter),
-                                      self.session_settings, self.ingestor.lock)
+        extractive = ExtractiveSummarizer(counter)
+        self.sessions = SessionKeeper(graph, indexer, summarizer or extractive, self.session_settings,
+                                      self.ingestor.lock, fallback=extractive)
+        self.usage = usage or UsageMeter()  # model calls and tokens, per user and operation
         self._ready = threading.Event()
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -152,6 +171,7 @@ class Hippograph:
         return [episode_record(e) for e in self.graph.episodes_by_ids(ids)]
 
     # --- writes --------------------------------------------------------------------------------
+    @_for_user
     def remember(
         self, user_id: str, session_id: str | None = None, agent_id: str | None = None,
         messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = (), metadata: dict | None = None,
@@ -217,6 +237,7 @@ class Hippograph:
                                                   session_id=e.session_id) for e in found if e.id in deleted])
         return [e.client_id or e.id for e in found]
 
+    @_for_user
     def handoff(self, user_id: str, session_id: str, task: str, to_agent: str | None = None) -> dict:
         """The packet agent A hands agent B: the session's conclusions, never its transcript. Ideas
         raised and then rejected appear only as what was decided instead."""
@@ -247,6 +268,7 @@ class Hippograph:
             self.graph.add_audit([audit_event(user_id, actor, "delete", item_id, note.text)])
         self.indexer.store.delete([item_id])
 
+    @_for_user
     def correct_note(self, user_id: str, item_id: str, text: str, actor: str = "api") -> Note:
         """Replace a current profile item with the corrected text: the old item keeps its history
         (valid until now, superseded by the correction), the new one keeps the old one's sources."""
@@ -308,6 +330,7 @@ class Hippograph:
     def _client_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
         return {e.id: e.client_id or e.id for e in self.graph.get_episodes(user_id, list(dict.fromkeys(episode_ids)))}
 
+    @_for_user
     def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
         self._require_user(user_id)
         self.sessions.expire(user_id)
@@ -330,6 +353,7 @@ class Hippograph:
             raise NotFound(f"unknown entity {entity_id!r}")
         return self.graph.neighbors(entity_id, depth=depth)
 
+    @_for_user
     def recall(
         self, user_id: str, query: str, plan_name: str | None = None, exclude_ids: set[str] | None = None,
         overrides: dict | None = None,
@@ -343,6 +367,7 @@ class Hippograph:
         return plan, reason, _dedupe(cands), trace
 
     # --- the context block ---------------------------------------------------------------------
+    @_for_user
     def context(
         self, user_id: str, query: str, session_id: str | None = None, token_budget: int | None = None,
         plan_name: str | None = None, overrides: dict | None = None,

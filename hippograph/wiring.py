@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hippograph.config import Settings
+from hippograph.errors import ConfigurationError
 from hippograph.extraction.base import Extractor
 from hippograph.graph.base import GraphStore
+from hippograph.llm.usage import UsageMeter
 from hippograph.service import Hippograph
 from hippograph.tokens import get_counter
 from hippograph.vectors.base import Embedder, VectorStore
 from hippograph.vectors.indexer import Indexer
 from hippograph.vectors.lexical import SparseEncoder
+
+if TYPE_CHECKING:
+    from hippograph.llm.client import LLMClient
 
 
 def build_graph(settings: Settings) -> GraphStore:
@@ -52,22 +59,51 @@ def build_vectors(settings: Settings, dim: int) -> VectorStore:
             return QdrantVectorStore(kwargs, cfg.collection, dim)
 
 
-def build_extractor(settings: Settings) -> Extractor:
+def build_llm(settings: Settings, usage: UsageMeter) -> LLMClient | None:
+    """The chat model, when one is configured (HIPPOGRAPH_LLM__BASE_URL and __MODEL)."""
+    if not settings.llm.configured:
+        return None
+    from hippograph.llm.client import LLMClient
+
+    return LLMClient(settings.llm, usage)
+
+
+def build_extractor(settings: Settings, llm: LLMClient | None = None) -> Extractor:
     from hippograph.extraction.spacy_extractor import SpacyExtractor
 
     match settings.extraction.backend:
         case "spacy":
             return SpacyExtractor(settings.extraction.spacy_model)
+        case "llm":
+            from hippograph.extraction.llm_extractor import LLMExtractor
+
+            if llm is None:
+                raise ConfigurationError("extraction.backend=llm needs HIPPOGRAPH_LLM__BASE_URL and __MODEL")
+            return LLMExtractor(llm, settings.extraction.batch_messages)
 
 
 def build(settings: Settings) -> Hippograph:
     """A Hippograph over the configured backends. Nothing is opened here: call `open()`."""
+    usage = UsageMeter()
+    llm = build_llm(settings, usage)
     embedder = build_embedder(settings)
     indexer = Indexer(build_vectors(settings, embedder.dim), embedder, SparseEncoder())
+    extractor = build_extractor(settings, llm)
+    # an LLM extractor falls back to spaCy when the endpoint fails, unless told to retry it later
+    fallback = None
+    if settings.extraction.backend == "llm":
+        from hippograph.extraction.spacy_extractor import SpacyExtractor
+
+        fallback = SpacyExtractor(settings.extraction.spacy_model)
+    summarizer = None
+    if llm is not None:
+        from hippograph.llm.summarizer import LLMSummarizer
+
+        summarizer = LLMSummarizer(llm, get_counter(settings.context.tokenizer))
     return Hippograph(
         graph=build_graph(settings),
         indexer=indexer,
-        extractor=build_extractor(settings),
+        extractor=extractor,
         counter=get_counter(settings.context.tokenizer),
         context=settings.context,
         tool_output_chars=settings.tool_output_chars,
@@ -75,4 +111,8 @@ def build(settings: Settings) -> Hippograph:
         world=settings.world,
         sessions=settings.sessions,
         profile=settings.profile,
+        summarizer=summarizer,
+        fallback_extractor=fallback,
+        defer_extraction=settings.extraction.on_llm_failure == "retry",
+        usage=usage,
     )

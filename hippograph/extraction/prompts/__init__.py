@@ -1,0 +1,1 @@
+"""Prompts as plain functions, each beside the output model it asks for."""
