@@ -46,14 +46,30 @@ class VectorSettings(BaseModel):
 
 
 class EmbeddingSettings(BaseModel):
-    backend: Literal["minilm-onnx", "model2vec"] = "minilm-onnx"
+    backend: Literal["minilm-onnx", "model2vec", "openai"] = "minilm-onnx"
     model_path: Path | None = Field(None, description="Local model folder/file overriding the packaged one.")
     threads: int = Field(2, ge=1, le=64)
+    # backend=openai: any OpenAI-compatible /v1/embeddings endpoint
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str | None = None
+    dim: int | None = Field(None, ge=1, le=65536, description="The vectors' size; checked against the endpoint "
+                                                               "and the stored collection at start.")
+    send_dimensions: bool = Field(False, description="Pass `dimensions` to the endpoint (models that can shorten "
+                                                     "their vectors, e.g. text-embedding-3-*).")
+    batch_size: int = Field(64, ge=1, le=2048)
+    timeout_seconds: float = Field(30.0, gt=0, le=600)
+    max_retries: int = Field(3, ge=0, le=10)
 
     @model_validator(mode="after")
-    def _model2vec_needs_a_path(self) -> EmbeddingSettings:
+    def _backend_needs(self) -> EmbeddingSettings:
         if self.backend == "model2vec" and self.model_path is None:
             raise ValueError("embeddings.backend=model2vec needs HIPPOGRAPH_EMBEDDINGS__MODEL_PATH")
+        if self.backend == "openai":
+            missing = [f"HIPPOGRAPH_EMBEDDINGS__{n.upper()}" for n in ("base_url", "model", "dim")
+                       if not getattr(self, n)]
+            if missing:
+                raise ValueError(f"embeddings.backend=openai needs {', '.join(missing)}")
         return self
 
 

@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -103,6 +103,7 @@ class Ingestor:
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int,
         world: WorldSettings | None = None, profile: ProfileSettings | None = None,
         fallback: Extractor | None = None, defer_on_failure: bool = False,
+        resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -111,6 +112,7 @@ class Ingestor:
         # now, or, with defer_on_failure, keep the episodes pending and try the extractor again later
         self.fallback = fallback
         self.defer_on_failure = defer_on_failure
+        self.resolver = resolver  # e.g. LLM-assisted entity resolution, run before the store lock is taken
         self._claimed: set[str] = set()  # episodes some thread is processing (under self.lock)
         # one write at a time per user, from persist to the last derived write, so a user's statements
         # supersede each other in the order they came even while an LLM extracts for seconds; other
@@ -285,6 +287,8 @@ class Ingestor:
         ex = self._extract(episodes, result)
         if ex is None:
             return
+        if self.resolver is not None:
+            ex = self.resolver(self.graph, episodes[0].user_id, ex)
         with self.lock:
             self._store(episodes, ex, result)
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from hippograph.config import ContextSettings, ProfileSettings, SessionSettings, WorldSettings
 from hippograph.errors import Conflict, HippographError, InvalidInput, NotFound
-from hippograph.extraction.base import Extractor
+from hippograph.extraction.base import Extraction, Extractor
 from hippograph.graph.base import GraphStore, Subgraph
 from hippograph.ingest import (
     DOCUMENT_CHUNK_CHARS,
@@ -101,6 +101,7 @@ class Hippograph:
         world: WorldSettings | None = None, sessions: SessionSettings | None = None,
         profile: ProfileSettings | None = None, summarizer: Summarizer | None = None,
         fallback_extractor: Extractor | None = None, defer_extraction: bool = False, usage: UsageMeter | None = None,
+        resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -110,7 +111,7 @@ class Hippograph:
         self.session_settings = sessions or SessionSettings()
         self.max_content_chars = max_content_chars
         self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile,
-                                 fallback=fallback_extractor, defer_on_failure=defer_extraction)
+                                 fallback=fallback_extractor, defer_on_failure=defer_extraction, resolver=resolver)
         self.retriever = Retriever(graph, indexer)
         extractive = ExtractiveSummarizer(counter)
         self.sessions = SessionKeeper(graph, indexer, summarizer or extractive, self.session_settings,
@@ -197,6 +198,10 @@ class Hippograph:
             self.sessions.summarize(user_id, session_id)
         except HippographError as exc:
             log.warning("summary of session %r of user %r not updated: %s", session_id, user_id, exc)
+
+    def retry_pending(self) -> int:
+        """Extract and index what is stored but not yet processed (after an LLM or store failure)."""
+        return self.ingestor.process_pending()
 
     def expire_sessions(self, now: datetime | None = None) -> int:
         """Delete every session idle longer than the TTL (the server runs this periodically)."""

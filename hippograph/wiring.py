@@ -33,7 +33,7 @@ def build_graph(settings: Settings) -> GraphStore:
             return Neo4jGraphStore(cfg.uri, user=cfg.user, password=cfg.password, database=cfg.database)
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embedder:
     from hippograph.vectors.embedders import Model2VecEmbedder, OnnxMiniLMEmbedder
 
     cfg = settings.embeddings
@@ -43,6 +43,10 @@ def build_embedder(settings: Settings) -> Embedder:
         case "model2vec":
             assert cfg.model_path is not None  # the settings validator requires it for model2vec
             return Model2VecEmbedder(cfg.model_path)
+        case "openai":
+            from hippograph.vectors.openai_embedder import OpenAIEmbedder
+
+            return OpenAIEmbedder(cfg, usage or UsageMeter())
 
 
 def build_vectors(settings: Settings, dim: int) -> VectorStore:
@@ -86,7 +90,7 @@ def build(settings: Settings) -> Hippograph:
     """A Hippograph over the configured backends. Nothing is opened here: call `open()`."""
     usage = UsageMeter()
     llm = build_llm(settings, usage)
-    embedder = build_embedder(settings)
+    embedder = build_embedder(settings, usage)
     indexer = Indexer(build_vectors(settings, embedder.dim), embedder, SparseEncoder())
     extractor = build_extractor(settings, llm)
     # an LLM extractor falls back to spaCy when the endpoint fails, unless told to retry it later
@@ -95,6 +99,11 @@ def build(settings: Settings) -> Hippograph:
         from hippograph.extraction.spacy_extractor import SpacyExtractor
 
         fallback = SpacyExtractor(settings.extraction.spacy_model)
+    resolver = None
+    if llm is not None and settings.extraction.llm_entity_resolution:
+        from hippograph.extraction.llm_resolver import LLMResolver
+
+        resolver = LLMResolver(llm)
     summarizer = None
     if llm is not None:
         from hippograph.llm.summarizer import LLMSummarizer
@@ -115,4 +124,5 @@ def build(settings: Settings) -> Hippograph:
         fallback_extractor=fallback,
         defer_extraction=settings.extraction.on_llm_failure == "retry",
         usage=usage,
+        resolver=resolver,
     )

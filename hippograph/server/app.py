@@ -22,7 +22,7 @@ from hippograph.errors import (
     NotFound,
 )
 from hippograph.server.limits import BodySizeLimit
-from hippograph.server.routers import graph, health, memories, users
+from hippograph.server.routers import graph, health, memories, usage, users
 from hippograph.service import Hippograph
 
 log = logging.getLogger("hippograph.server")
@@ -93,19 +93,21 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         return JSONResponse({"error": "InternalError", "detail": "unexpected server error; see the server log"},
                             status_code=500)
 
-    for router in (health.router, memories.router, users.router, graph.router):
+    for router in (health.router, memories.router, users.router, graph.router, usage.router):
         app.include_router(router)
     return app
 
 
 async def _sweep(service: Hippograph, every: float) -> None:
-    """Delete expired sessions now and then, so an idle session goes even if its user never returns."""
+    """Now and then: delete expired sessions (so an idle session goes even if its user never returns),
+    and extract what a failed LLM call left pending."""
     while True:
         await asyncio.sleep(every)
-        try:
-            await run_in_threadpool(service.expire_sessions)
-        except HippographError as exc:  # a store down: the next sweep tries again
-            log.warning("session expiry sweep failed: %s", exc)
+        for job in (service.expire_sessions, service.retry_pending):
+            try:
+                await run_in_threadpool(job)
+            except HippographError as exc:  # a store or model down: the next sweep tries again
+                log.warning("%s failed: %s", job.__name__, exc)
 
 
 def _safe_errors(exc: RequestValidationError) -> list[dict]:

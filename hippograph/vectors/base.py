@@ -14,6 +14,11 @@ from typing import Protocol, runtime_checkable
 
 from hippograph.models import MemoryKind, VectorHit, VectorRecord
 
+#: what to do when the stored vectors and the embedder disagree in size
+SIZE_HINT = ("configure the embedder the vectors were made with (HIPPOGRAPH_EMBEDDINGS__BACKEND, __MODEL, __DIM), "
+             "or use another data dir (HIPPOGRAPH_DATA_DIR) or collection (HIPPOGRAPH_VECTORS__COLLECTION) "
+             "and ingest again")
+
 
 @dataclass(frozen=True)
 class SparseVec:

@@ -33,7 +33,7 @@ import qdrant_edge as qe
 
 from hippograph.errors import BackendUnavailable, ConfigurationError
 from hippograph.models import MemoryKind, VectorHit, VectorRecord, point_id
-from hippograph.vectors.base import SparseVec, VectorFilter
+from hippograph.vectors.base import SIZE_HINT, SparseVec, VectorFilter
 from hippograph.vectors.payload import (
     DENSE,
     LEXICAL,
@@ -122,7 +122,8 @@ class EdgeVectorStore:
             return  # unreadable or another layout: EdgeShard.load checks compatibility itself
         if stored != self.dim:
             raise ConfigurationError(
-                f"vector store {self.path} holds {stored}-dimensional vectors, the embedder gives {self.dim}"
+                f"vector store {self.path} holds {stored}-dimensional vectors, the embedder gives {self.dim}: "
+                f"{SIZE_HINT}"
             )
 
     def open(self) -> None:

@@ -18,7 +18,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.models import MemoryKind, VectorHit, VectorRecord, point_id
-from hippograph.vectors.base import SparseVec, VectorFilter
+from hippograph.vectors.base import SIZE_HINT, SparseVec, VectorFilter
 from hippograph.vectors.payload import (
     DENSE,
     LEXICAL,
@@ -137,7 +137,7 @@ class QdrantVectorStore:
         if vectors[DENSE].size != self.dim:
             raise ConfigurationError(
                 f"collection {self.collection!r} holds {vectors[DENSE].size}-dimensional vectors, "
-                f"the embedder gives {self.dim}"
+                f"the embedder gives {self.dim}: {SIZE_HINT}"
             )
         sparse = info.config.params.sparse_vectors or {}
         if LEXICAL not in sparse or sparse[LEXICAL].modifier != models.Modifier.IDF:
