@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from hippograph.errors import HippographError
-from hippograph.extraction.base import USER, Extraction
+from hippograph.extraction.base import USER, ExtractedEntity, Extraction
 from hippograph.extraction.prompts.extract import RESOLVE_SYSTEM, Resolution, resolve_prompt
 from hippograph.graph.base import GraphStore
 from hippograph.graph.schema import normalise
@@ -53,7 +53,7 @@ def rename(ex: Extraction, mapping: dict[str, str]) -> Extraction:
     def n(name: str) -> str:
         return mapping.get(name, name)
     out = ex.model_copy(deep=True)
-    entities = {}
+    entities: dict[str, ExtractedEntity] = {}
     for e in out.entities:
         entities.setdefault(n(e.name), e.model_copy(update={"name": n(e.name)}))
     out.entities = list(entities.values())
