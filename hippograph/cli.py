@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -112,6 +113,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else None
+    if args.extractor:  # the benchmarks build their service from the HIPPOGRAPH_* settings
+        if args.extractor == "llm" and not Settings().llm.configured:
+            raise InvalidInput("--extractor llm needs an endpoint: set HIPPOGRAPH_LLM__BASE_URL, HIPPOGRAPH_LLM__MODEL "
+                               "(and HIPPOGRAPH_LLM__API_KEY if it wants one)")
+        os.environ["HIPPOGRAPH_EXTRACTION__BACKEND"] = args.extractor
     if args.bench == "locomo":
         from hippograph.bench import locomo
 
@@ -160,6 +166,8 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
         parser.add_argument("--ablate", action="store_true",
                             help="also run Hippograph with each retrieval route switched off, one at a time")
     for parser in (lo, mh, sc):
+        parser.add_argument("--extractor", choices=["spacy", "llm"],
+                            help="extract with spaCy or with the LLM of HIPPOGRAPH_LLM__* (default: the configured one)")
         parser.add_argument("--out", help="write the JSON report here")
         parser.add_argument("--workdir", help="keep the stores here (reused by a later run) instead of a temp dir")
     b.set_defaults(func=cmd_bench)

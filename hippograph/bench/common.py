@@ -136,6 +136,15 @@ def markdown_table(results: dict[str, dict[str, float | int]], columns: Sequence
     return "\n".join([head, rule, *rows])
 
 
+def models_used(service: Hippograph) -> dict:
+    """Which extractor and embedder ran, and what the model endpoints were asked (calls, tokens)."""
+    rows = service.usage.rows()
+    return {"extractor": service.extractor.name, "embedder": service.indexer.embedder.name,
+            "model_calls": sum(r.calls for r in rows), "model_failed_calls": sum(r.failed for r in rows),
+            "model_tokens": sum(r.total_tokens for r in rows),
+            "by_operation": {op: sum(r.calls for r in rows if r.operation == op) for op in {r.operation for r in rows}}}
+
+
 def write_report(report: dict, out: Path | None, columns: Sequence[str]) -> None:
     print(markdown_table(report["results"], columns))
     if out is not None:

@@ -23,6 +23,7 @@ from hippograph.bench.common import (
     bench_service,
     command_line,
     machine,
+    models_used,
     pack,
     ranked_episodes,
     turn_line,
@@ -147,6 +148,7 @@ def run(data: Path, budget: int, out: Path | None, workdir: Path | None, convers
             if (n + 1) % 25 == 0:
                 print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)
         print(file=sys.stderr)
+        models = models_used(service)
     counts = {g: sum(1 for q in questions if q.group == g) for g in CATEGORIES.values()}
     report = {
         "benchmark": "locomo",
@@ -158,6 +160,7 @@ def run(data: Path, budget: int, out: Path | None, workdir: Path | None, convers
         "skipped": skipped,
         "ingest_s": round(ingest_s, 1),
         "machine": machine(),
+        "models": models,
         "metric": "evidence recall (%): evidence turns whose text is inside the returned context",
         "results": {m: stats[m].summary([*SCORED, "adversarial"], SCORED) for m in methods},
     }

@@ -24,6 +24,7 @@ from hippograph.bench.common import (
     bench_service,
     command_line,
     machine,
+    models_used,
     ranked_episodes,
     write_report,
 )
@@ -140,6 +141,7 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
                     st.add(f"recall@{k}", len(set(ranked[:k]) & q.gold) / len(q.gold))
             print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)
         print(file=sys.stderr)
+        models = models_used(service)
     results = {}
     for m in methods:
         summary = stats[m].summary([f"recall@{k}" for k in KS], [])
@@ -153,6 +155,7 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
         "skipped": skipped,
         "plans_chosen": plans,
         "machine": machine(),
+        "models": models,
         "metric": "passage recall@k (%): top-k passages that are gold / gold passages, averaged",
         "results": results,
     }

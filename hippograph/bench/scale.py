@@ -31,7 +31,14 @@ from datetime import UTC, datetime, timedelta
 from itertools import groupby
 from pathlib import Path
 
-from hippograph.bench.common import bench_service, command_line, machine, percentile, write_report
+from hippograph.bench.common import (
+    bench_service,
+    command_line,
+    machine,
+    models_used,
+    percentile,
+    write_report,
+)
 from hippograph.errors import InvalidInput
 from hippograph.models import MessageIn, Role
 
@@ -280,12 +287,14 @@ def run(sizes: list[int], seed: int, out: Path | None, workdir: Path | None, que
                 per_user[str(size)] = dict(sorted(counts.items()))
                 plans[str(size)] = dict(chosen.most_common())
                 print(f"{size}: {results[str(size)]} plans {plans[str(size)]}", file=sys.stderr)
+            models = models_used(service)
     report = {
         "benchmark": "scale",
         "command": command_line(),
         "seed": seed,
         "queries": queries,
         "machine": machine(),
+        "models": models,
         "metric": "memories = messages ingested (cumulative); ingest rate of each increment; context latency "
                   "over `queries` calls at a 1000-token budget, half of them for the heavy user",
         "messages_per_user": per_user,
