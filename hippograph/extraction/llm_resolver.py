@@ -32,10 +32,12 @@ class LLMResolver:
         new = [n for n in names if normalise(n) not in stored]
         words = sorted({w for n in new for w in normalise(n).split() if len(w) > 2})
         known: dict[str, str] = {}
-        for word in words[:20]:
-            for e in graph.find_entities(user_id, word, limit=10):
-                if not e.is_user and normalise(e.name) not in {normalise(n) for n in new}:
-                    known.setdefault(e.name, e.id)
+        fresh = {normalise(n) for n in new}
+        # the known entities that share a word with a new name first, then others (a nickname shares none)
+        for e in [x for word in words[:20] for x in graph.find_entities(user_id, word, limit=10)] + \
+                graph.find_entities(user_id, None, limit=MAX_KNOWN):
+            if not e.is_user and normalise(e.name) not in fresh:
+                known.setdefault(e.name, e.id)
         if not new or not known:
             return ex
         try:

@@ -79,17 +79,23 @@ class LLMClient:
         its answers stay unusable."""
         problem = ""
         for attempt in range(1 + self.settings.answer_retries):
-            text, finish = self._chat(operation, system, prompt, answer, problem if attempt else "")
+            text, finish, tokens = self._chat(operation, system, prompt, answer, problem if attempt else "")
             try:
-                return parse_answer(text, answer, finish)
+                parsed = parse_answer(text, answer, finish)
             except BadAnswer as exc:
+                self.meter.record(current_user.get(), operation, self.model, *tokens, failed=True)
                 problem = str(exc)
                 log.warning("unusable answer from %s for %s (attempt %d): %s", self.model, operation, attempt + 1,
                             problem)
+                continue
+            self.meter.record(current_user.get(), operation, self.model, *tokens)
+            return parsed
         raise ExtractionError(f"{self.model} gave no usable answer for {operation}: {problem}")
 
     def _chat(self, operation: str, system: str, prompt: str, answer: type[BaseModel], problem: str
-              ) -> tuple[str | None, str | None]:
+              ) -> tuple[str | None, str | None, tuple[int, int]]:
+        """One completion: (content, finish_reason, (prompt tokens, completion tokens)). Failed calls are
+        counted here; answered ones by the caller, once it knows whether the answer was usable."""
         schema = answer.model_json_schema()
         if problem:  # say what was wrong with the last answer
             prompt += f"\n\nYour previous answer could not be used ({problem}). Answer with the JSON object only."
@@ -123,10 +129,9 @@ class LLMClient:
                                                           self.settings.timeout_seconds,
                                                           self.settings.max_retries)) from exc
             usage = resp.usage
+            tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
             choice = resp.choices[0] if resp.choices else None
-            content = choice.message.content if choice is not None else None
-            self.meter.record(current_user.get(), operation, self.model,
-                              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
-                              failed=not content)
-            return content, choice.finish_reason if choice is not None else None
+            if choice is None:
+                return None, None, tokens
+            return choice.message.content, choice.finish_reason, tokens
         raise ExtractionError("the model endpoint rejects both json_schema and json_object output")
