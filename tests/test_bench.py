@@ -124,3 +124,27 @@ def test_multihop_formats_and_recall(tmp_path: Path) -> None:
     for r in report["results"].values():
         assert r["recall@2"] <= r["recall@5"] and r["recall@5"] == 100.0  # 4 passages: top 5 holds all
     assert report["results"]["hippograph"]["recall@2"] > 0
+
+
+def test_locomo_bench_with_the_llm_extractor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fakes.answers import answer
+    from tests.fakes.openai_server import FakeOpenAI
+
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(locomo_sample()))
+    out = tmp_path / "report.json"
+    argv = ["bench", "locomo", "--data", str(data), "--budget", "300", "--methods", "hippograph,bm25",
+            "--extractor", "llm", "--out", str(out)]
+    monkeypatch.delenv("HIPPOGRAPH_LLM__BASE_URL", raising=False)
+    assert main(argv) == 2  # no endpoint configured: a clear refusal, not a silent spaCy run
+    with FakeOpenAI(answer=answer).start() as fake:
+        monkeypatch.setenv("HIPPOGRAPH_LLM__BASE_URL", fake.base_url)
+        monkeypatch.setenv("HIPPOGRAPH_LLM__MODEL", "fake-model")
+        monkeypatch.setenv("HIPPOGRAPH_LLM__API_KEY", "test-key")
+        monkeypatch.setenv("HIPPOGRAPH_EXTRACTION__BACKEND", "spacy")  # the flag decides, not the environment
+        assert main(argv) == 0
+        calls = len(fake.calls("/chat/completions"))
+    report = json.loads(out.read_text())
+    assert report["models"]["extractor"] == "llm:fake-model"
+    assert report["models"]["by_operation"]["extract"] == calls >= 2  # one per session at least
+    assert report["models"]["model_tokens"] > 0 and set(report["results"]) == {"hippograph", "bm25"}
