@@ -63,6 +63,8 @@ class Episode(BaseModel):
     timestamp: datetime
     seq: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
+    processed: bool | None = Field(None, description="Extracted and indexed (None: not read from a store).")
+    extractor: str | None = Field(None, description="What extracted it: spacy, llm:<model>, spacy:fallback.")
 
 
 class NoteKind(StrEnum):

@@ -223,16 +223,32 @@ class Hippograph:
         with self.ingestor.lock:
             return self.sessions.delete(user_id, session_id, utcnow(), actor)
 
-    def delete_memory(self, user_id: str, memory_id: str, actor: str = "api") -> list[str]:
-        """Delete one message or document (by the client's id or ours) from both stores. What was
-        extracted from it into the profile stays: delete those items separately."""
+    def _memory(self, user_id: str, memory_id: str) -> list[Episode]:
+        """A message, or a document's pieces, by the client's id or ours."""
         self._require_user(user_id)
         probe = [memory_id, stable_id("ep", user_id, memory_id)]
         chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
         probe += [stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks)]
-        found = self.graph.get_episodes(user_id, probe)
+        found = sorted(self.graph.get_episodes(user_id, probe), key=lambda e: e.seq)
         if not found:
             raise NotFound(f"user {user_id!r} has no memory {memory_id!r}")
+        return found
+
+    def get_memory(self, user_id: str, memory_id: str) -> dict:
+        """A stored message or document as the record keeps it: whether it is extracted and indexed
+        yet (`pending` until then) and which extractor did it."""
+        self.sessions.expire(user_id)
+        found = self._memory(user_id, memory_id)
+        return {"id": memory_id, "user_id": user_id, "parts": [
+            {"id": e.id, "client_id": e.client_id, "session_id": e.session_id, "agent_id": e.agent_id,
+             "kind": e.kind.value, "role": e.role.value if e.role else None, "name": e.name, "title": e.title,
+             "content": e.content, "timestamp": e.timestamp.isoformat(), "metadata": e.metadata,
+             "status": "processed" if e.processed else "pending", "extractor": e.extractor} for e in found]}
+
+    def delete_memory(self, user_id: str, memory_id: str, actor: str = "api") -> list[str]:
+        """Delete one message or document (by the client's id or ours) from both stores. What was
+        extracted from it into the profile stays: delete those items separately."""
+        found = self._memory(user_id, memory_id)
         ids = [e.id for e in found]
         with self.ingestor.lock:
             self.indexer.store.delete(ids)

@@ -393,7 +393,8 @@ def to_episode(r: dict[str, Any]) -> Episode:
         id=r["id"], user_id=r["user_id"], session_id=r.get("session_id"), agent_id=r.get("agent_id"),
         kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r.get("role") else None, name=r.get("speaker"),
         title=r.get("title"), content=r["content"], client_id=r.get("client_id"), timestamp=_dt(r["ts"]),
-        seq=r.get("seq", 0), metadata=json.loads(r.get("metadata") or "{}"),
+        seq=r.get("seq", 0), metadata=json.loads(r.get("metadata") or "{}"), processed=r.get("processed"),
+        extractor=r.get("extractor"),
     )
 
 

@@ -613,7 +613,8 @@ def _episode(r: sqlite3.Row) -> Episode:
         id=r["id"], user_id=r["user_id"], session_id=r["session_id"], agent_id=r["agent_id"],
         kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r["role"] else None, name=r["name"],
         title=r["title"], content=r["content"], client_id=r["client_id"], timestamp=_dt(r["ts"]),
-        seq=r["seq"], metadata=json.loads(r["metadata"] or "{}"),
+        seq=r["seq"], metadata=json.loads(r["metadata"] or "{}"), processed=bool(r["processed"]),
+        extractor=r["extractor"],
     )
 
 

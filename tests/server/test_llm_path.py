@@ -98,6 +98,9 @@ def test_a_failing_endpoint_falls_back_to_spacy_and_loses_nothing(tmp_path, fake
         assert resp.status_code == 200, resp.text
         body = resp.json()
         assert body["stored"] == ["x1"] and body["extractor"] == "spacy:fallback" and body["warnings"]
+        part = client.get("/v1/users/xia/memories/x1").json()["parts"][0]
+        assert part["extractor"] == "spacy:fallback" and part["status"] == "processed"
+        assert client.get("/v1/users/xia/memories/nope").status_code == 404
         facts = [f["fact"] for f in client.get("/v1/users/xia/profile").json()["facts"]]
         assert any("Lisbon" in f for f in facts)  # spaCy extracted it
         hits = client.post("/v1/search", json={"user_id": "xia", "query": "Lisbon"}).json()
@@ -125,12 +128,13 @@ def test_retry_mode_keeps_writes_pending_until_the_llm_is_back(fake: FakeOpenAI)
         fake.set_default("down")
         res = svc.remember("zed", "s", None, [say(1, "I live in Quito.", "zed")])
         assert res.stored == ["zed-1"] and res.pending == ["zed-1"] and res.extractor is None
-        assert svc.graph.pending_episodes(user_id="zed")  # kept, not lost
+        assert svc.get_memory("zed", "zed-1")["parts"][0]["status"] == "pending"  # kept, not lost
         assert svc.graph.list_notes("zed") == []
         fake.set_default("ok")
         assert svc.retry_pending() == 1
         assert [n.text for n in svc.graph.list_notes("zed")] == ["Lives in Quito"]
-        assert not svc.graph.pending_episodes(user_id="zed")
+        part = svc.get_memory("zed", "zed-1")["parts"][0]
+        assert part["status"] == "processed" and part["extractor"] == f"llm:{MODEL}"
         assert any(h.kind == "episode" and "Quito" in h.text for h in svc.search("zed", "Quito", 5))
 
 

@@ -54,6 +54,13 @@ def audit_log(
     return {"user_id": user_id, "events": [e.model_dump(mode="json") for e in events]}
 
 
+@router.get("/{user_id}/memories/{memory_id}")
+def get_memory(service: Service, memory_id: str, user_id: str = UserId) -> dict:
+    """A stored message or document (a document comes in parts): its content, whether it is extracted
+    and searchable yet (`status`: processed or pending) and which extractor processed it."""
+    return service.get_memory(user_id, memory_id)
+
+
 @router.delete("/{user_id}/memories/{memory_id}")
 def delete_memory(service: Service, memory_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
     """Delete one message or document (the client's id, or ours) from every store. Profile items
