@@ -193,3 +193,30 @@ def test_settings_say_what_the_llm_path_needs() -> None:
         Settings(extraction=ExtractionSettings(backend="llm"))
     with pytest.raises(ValueError, match="HIPPOGRAPH_EMBEDDINGS__DIM"):
         EmbeddingSettings(backend="openai", base_url="http://x/v1", model="m")
+
+
+def test_llm_extraction_lands_in_neo4j(tmp_path, fake: FakeOpenAI) -> None:
+    import os
+    import uuid
+
+    from neo4j import GraphDatabase
+
+    from hippograph.config import GraphSettings
+
+    uri = os.environ.get("HIPPOGRAPH_TEST_NEO4J_URI")
+    if not uri:
+        pytest.fail("HIPPOGRAPH_TEST_NEO4J_URI is not set: run the tests with scripts/test, which starts Neo4j")
+    user = f"llm-{uuid.uuid4().hex[:8]}"
+    settings = llm_settings(fake, tmp_path).model_copy(update={"graph": GraphSettings(backend="neo4j", uri=uri)})
+    with bench_service(tmp_path, settings) as svc:
+        res = svc.remember(user, "s", None, [say(1, "I work at Initech.", user)])
+        assert res.extractor == f"llm:{MODEL}"
+        with GraphDatabase.driver(uri) as driver:
+            rows, _, _ = driver.execute_query(
+                "MATCH (:Entity {user_id: $u})-[r:WORKS_AT]->(o:Entity:Organization) "
+                "MATCH (e:Episode {user_id: $u}) RETURN o.name AS org, e.extractor AS extractor", {"u": user})
+            assert [r.data() for r in rows] == [{"org": "Initech", "extractor": f"llm:{MODEL}"}]
+            notes, _, _ = driver.execute_query("MATCH (n:Note {user_id: $u}) RETURN n.text AS text", {"u": user})
+            assert [r["text"] for r in notes] == ["Works at Initech"]
+        assert any(h.kind == "note" for h in svc.search(user, "Initech", 5))  # and in the vector store
+        svc.forget_user(user)
