@@ -48,6 +48,7 @@ from hippograph.models import (
     stable_id,
     utcnow,
 )
+from hippograph.planner.conclusions import Turn, build_packet
 from hippograph.planner.context import ContextItem, Draft, fit
 from hippograph.planner.plans import PLANS, Plan, choose_plan
 from hippograph.planner.retrieval import Candidate, Retriever
@@ -262,8 +263,6 @@ class Hippograph:
     def handoff(self, user_id: str, session_id: str, task: str, to_agent: str | None = None) -> dict:
         """The packet agent A hands agent B: the session's conclusions, never its transcript. Ideas
         raised and then rejected appear only as what was decided instead."""
-        from hippograph.planner.handoff import Turn, build_packet  # TEMP
-
         self._require_user(user_id)
         self.sessions.expire(user_id)
         episodes = [e for e in self.graph.session_episodes(user_id, session_id) if e.kind == EpisodeKind.message]

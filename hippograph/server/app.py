@@ -22,7 +22,7 @@ from hippograph.errors import (
     NotFound,
 )
 from hippograph.server.limits import BodySizeLimit
-from hippograph.server.routers import graph, health, memories, usage, users
+from hippograph.server.routers import graph, handoffs, health, memories, usage, users
 from hippograph.service import Hippograph
 
 log = logging.getLogger("hippograph.server")
@@ -93,7 +93,7 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         return JSONResponse({"error": "InternalError", "detail": "unexpected server error; see the server log"},
                             status_code=500)
 
-    for router in (health.router, memories.router, users.router, graph.router, usage.router):
+    for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router):
         app.include_router(router)
     return app
 

@@ -91,3 +91,39 @@ def test_weeks_of_one_user(tmp_path) -> None:
         expired = [e for e in client.get("/v1/users/mara/audit?kind=memory").json()["events"]
                    if e["action"] == "expire"]
         assert {e["session_id"] for e in expired} == {"w1", "w2", "w3"} and all(e["text"] is None for e in expired)
+
+
+def test_handoff_after_a_discussion_with_a_rejected_idea(client: TestClient) -> None:
+    turns = [("user", "I need the weekly regional report for the Northwest region."),
+             ("assistant", "Sure. Should I include archived projects?"),
+             ("user", "Hmm, what if we included them... no, leave them out, they distort the totals."),
+             ("assistant", "Got it. What about drafts?"),
+             ("user", "Exclude drafts as well. Only active projects."),
+             ("assistant", "Would you like it as a PDF?"),
+             ("user", "No. Put a summary table first, details after."),
+             ("assistant", "Should I also send it to the finance team?")]
+    resp = client.post("/v1/memories", json={"user_id": "gus", "session_id": "intake", "agent_id": "agent-a",
+                                             "messages": [{"id": f"h{i}", "role": r, "content": c}
+                                                          for i, (r, c) in enumerate(turns)]})
+    assert resp.status_code == 200
+    resp = client.post("/v1/handoffs", json={"user_id": "gus", "session_id": "intake",
+                                             "task": "generate weekly regional report", "to_agent": "agent-b"})
+    assert resp.status_code == 200, resp.text
+    packet = resp.json()
+    assert packet["task"] == "generate weekly regional report" and packet["source_session"] == "intake"
+    assert "exclude archived projects" in packet["requirements"]
+    assert not any("include archived" in r for r in packet["requirements"])
+    assert packet["format"] == "summary table first, details after"
+    assert packet["constraints_confirmed_by_user"] is True
+    assert packet["open_questions"] == ["Should I also send it to the finance team?"]
+    assert packet["from_agent"] == "agent-a" and packet["to_agent"] == "agent-b"
+    assert {s for d in packet["details"] for s in d["sources"]} <= {f"h{i}" for i in range(8)}
+
+    for body, code in [({"user_id": "gus", "session_id": "nope", "task": "x"}, 404),
+                       ({"user_id": "nobody", "session_id": "intake", "task": "x"}, 404),
+                       ({"user_id": "gus", "session_id": "intake", "task": "  "}, 422),
+                       ({"user_id": "gus", "session_id": "intake"}, 422),
+                       ({"user_id": "gus", "session_id": "intake", "task": "x", "extra": 1}, 422)]:
+        resp = client.post("/v1/handoffs", json=body)
+        assert resp.status_code == code, (body, resp.text)
+        assert resp.json()["detail"]
