@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.config import SessionSettings, Settings, WorldSettings
 from hippograph.server.app import create_app
+from tests.unit.test_conclusions import REPORT
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -94,17 +95,9 @@ def test_weeks_of_one_user(tmp_path) -> None:
 
 
 def test_handoff_after_a_discussion_with_a_rejected_idea(client: TestClient) -> None:
-    turns = [("user", "I need the weekly regional report for the Northwest region."),
-             ("assistant", "Sure. Should I include archived projects?"),
-             ("user", "Hmm, what if we included them... no, leave them out, they distort the totals."),
-             ("assistant", "Got it. What about drafts?"),
-             ("user", "Exclude drafts as well. Only active projects."),
-             ("assistant", "Would you like it as a PDF?"),
-             ("user", "No. Put a summary table first, details after."),
-             ("assistant", "Should I also send it to the finance team?")]
     resp = client.post("/v1/memories", json={"user_id": "gus", "session_id": "intake", "agent_id": "agent-a",
-                                             "messages": [{"id": f"h{i}", "role": r, "content": c}
-                                                          for i, (r, c) in enumerate(turns)]})
+                                             "messages": [{"id": f"h{i}", "role": t.role, "content": t.content}
+                                                          for i, t in enumerate(REPORT)]})
     assert resp.status_code == 200
     resp = client.post("/v1/handoffs", json={"user_id": "gus", "session_id": "intake",
                                              "task": "generate weekly regional report", "to_agent": "agent-b"})
