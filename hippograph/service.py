@@ -48,8 +48,8 @@ from hippograph.models import (
     stable_id,
     utcnow,
 )
-from hippograph.planner.conclusions import Turn, build_packet
 from hippograph.planner.context import ContextItem, Draft, fit
+from hippograph.planner.handoff import Turn, build_packet
 from hippograph.planner.plans import PLANS, Plan, choose_plan
 from hippograph.planner.retrieval import Candidate, Retriever
 from hippograph.planner.summary import ExtractiveSummarizer, Summarizer, cap, line_of

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.config import SessionSettings, Settings, WorldSettings
 from hippograph.server.app import create_app
-from tests.unit.test_conclusions import REPORT
+from tests.unit.test_handoff import REPORT, ROLES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -96,8 +96,8 @@ def test_weeks_of_one_user(tmp_path) -> None:
 
 def test_handoff_after_a_discussion_with_a_rejected_idea(client: TestClient) -> None:
     resp = client.post("/v1/memories", json={"user_id": "gus", "session_id": "intake", "agent_id": "agent-a",
-                                             "messages": [{"id": f"h{i}", "role": t.role, "content": t.content}
-                                                          for i, t in enumerate(REPORT)]})
+                                             "messages": [{"id": f"h{i}", "role": ROLES[r], "content": c}
+                                                          for i, (r, c) in enumerate(REPORT)]})
     assert resp.status_code == 200
     resp = client.post("/v1/handoffs", json={"user_id": "gus", "session_id": "intake",
                                              "task": "generate weekly regional report", "to_agent": "agent-b"})
