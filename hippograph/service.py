@@ -213,7 +213,7 @@ class Hippograph:
         self.sessions.expire(user_id)
         ttl = self.session_settings.ttl_seconds
         return [{**s.model_dump(mode="json", exclude={"user_id"}),
-                 "expires_at": (s.last_active_at + timedelta(seconds=ttl)).isoformat() if ttl else None}
+                 "expires_at": _iso(s.last_active_at + timedelta(seconds=ttl)) if ttl else None}
                 for s in self.graph.list_sessions(user_id)]
 
     def end_session(self, user_id: str, session_id: str, actor: str = "api") -> int:
@@ -472,6 +472,11 @@ class Hippograph:
         return [ContextItem(id=line.source, section="summary", kind="summary", text=line.text, timestamp=line.at,
                             provenance=[line.client_id or line.source], via=[stored.id] if stored else [])
                 for line in lines]
+
+
+def _iso(at: datetime) -> str:
+    """As pydantic writes datetimes in the API (UTC as Z)."""
+    return at.isoformat().replace("+00:00", "Z")
 
 
 def _choose(query: str, plan_name: str | None, overrides: dict | None = None) -> tuple[Plan, str]:
