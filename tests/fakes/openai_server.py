@@ -65,7 +65,7 @@ INVALID_CONTENT = "Sorry, I can't help with that."
 MODELS = ("fake-chat", "fake-embedding")
 
 CONTENT_BEHAVIOURS = frozenset({"think", "fenced", "truncated", "invalid", "echo_schema", "null_content"})
-SIMPLE_BEHAVIOURS = CONTENT_BEHAVIOURS | {"ok", "empty", "drop", "down", "bad_dim", "500", "502", "503"}
+SIMPLE_BEHAVIOURS = CONTENT_BEHAVIOURS | {"ok", "empty", "drop", "down", "bad_dim", "500", "502", "503", "no_schema"}
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _WORD_RE = re.compile(r"\w+")
@@ -429,6 +429,9 @@ class FakeOpenAI:
         response_format = body.get("response_format")
         format_type = response_format.get("type") if isinstance(response_format, dict) else None
         json_schema: Any = None
+        if format_type == "json_schema" and behaviour == "no_schema":  # a server without schema support
+            raise _BadRequest("response_format of type 'json_schema' is not supported by this model",
+                              "response_format")
         if format_type == "json_schema":
             spec = response_format.get("json_schema") if isinstance(response_format, dict) else None
             if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):

@@ -220,3 +220,15 @@ def test_llm_extraction_lands_in_neo4j(tmp_path, fake: FakeOpenAI) -> None:
             assert [r["text"] for r in notes] == ["Works at Initech"]
         assert any(h.kind == "note" for h in svc.search(user, "Initech", 5))  # and in the vector store
         svc.forget_user(user)
+
+
+def test_a_server_without_schema_support_gets_the_schema_in_the_prompt(fake: FakeOpenAI) -> None:
+    fake.set_default("no_schema")  # answers 400 to response_format json_schema, as some servers do
+    with bench_service(None, llm_settings(fake)) as svc:
+        first = svc.remember("dee", "s", None, [say(1, "I live in Oslo.", "dee")])
+        second = svc.remember("dee", "s", None, [say(2, "I work at Initech.", "dee")])
+        assert first.extractor == second.extractor == f"llm:{MODEL}"
+        formats = [c["json"]["response_format"]["type"] for c in fake.calls("/chat/completions")]
+        assert formats == ["json_schema", "json_object", "json_object"]  # switched once, then kept
+        assert "JSON schema" in fake.calls("/chat/completions")[1]["json"]["messages"][0]["content"]
+        assert {n.text for n in svc.graph.list_notes("dee")} == {"Lives in Oslo", "Works at Initech"}
