@@ -29,6 +29,8 @@ from the script queue (FIFO, shared by all endpoints), or the default behaviour 
 ``drop``            close the connection without a response
 ``down``            like ``drop``; meant for ``set_default("down")`` to simulate an outage
 ``bad_dim``         (embeddings) vectors one shorter than asked; elsewhere ok
+``no_schema``       (chat) 400 for ``response_format`` of type ``json_schema``, as servers without schema
+                    support answer; ``json_object`` and plain requests are answered ok
 
 For embeddings and models the content-shaping behaviours (think, fenced, truncated, invalid, echo_schema,
 null_content) are the same as ok. Malformed requests get 400 with an OpenAI-style error body.
