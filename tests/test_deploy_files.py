@@ -36,9 +36,11 @@ def test_healthchecks_volumes_and_start_order() -> None:
 
 def test_server_environment_is_a_valid_production_configuration(monkeypatch) -> None:
     env = COMPOSE["services"]["hippograph"]["environment"]
-    for key, value in env.items():
-        monkeypatch.setenv(key, re.sub(r"\$\{[^}]+\}", "secret", str(value)))
+    for key, value in env.items():  # ${X:-default} as compose reads it with X unset; other references: "secret"
+        value = re.sub(r"\$\{[^}:]+:-([^}]*)\}", r"\1", str(value))
+        monkeypatch.setenv(key, re.sub(r"\$\{[^}]+\}", "secret", value))
     settings = Settings()
+    assert settings.extraction.backend == "spacy" and not settings.llm.configured  # no LLM unless one is given
     assert settings.graph.backend == "neo4j" and settings.graph.uri == "bolt://neo4j:7687"
     assert settings.graph.user == "neo4j" and settings.graph.password == "secret"
     assert settings.vectors.backend == "qdrant" and settings.vectors.url == "http://qdrant:6333"
