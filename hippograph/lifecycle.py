@@ -113,22 +113,23 @@ class SessionKeeper:
             return 0
         now = now or utcnow()
         before = now - timedelta(seconds=self.settings.ttl_seconds)
+        if not self.graph.expired_sessions(before, user_id=user_id, limit=1):
+            return 0  # the common case, on every read: no lock taken, writes go on
         done = 0
         with self._write_lock:
             while found := self.graph.expired_sessions(before, user_id=user_id, limit=100):
                 for s in found:
-                    self.delete(s.user_id, s.session_id, now, "session-ttl")
+                    self.delete(s.user_id, s.session_id, now, "session-ttl", "expire")
                     done += 1
         return done
 
-    def delete(self, user_id: str, session_id: str, now: datetime, actor: str) -> int:
+    def delete(self, user_id: str, session_id: str, now: datetime, actor: str, action: str = "delete") -> int:
         """Delete one session from both stores (the caller holds the write lock); returns how many
         memories went."""
         ids = [e.id for e in self.graph.session_episodes(user_id, session_id)]
         self.indexer.store.delete(ids)  # the index first: the system of record can always redo it
         with self.graph.batch():
             deleted = self.graph.delete_session(user_id, session_id)
-            action = "expire" if actor == "session-ttl" else "delete"
             self.graph.add_audit([audit_event(user_id, actor, action, ep, None, at=now, item_kind="memory",
                                               session_id=session_id) for ep in deleted])
         if late := sorted(set(deleted) - set(ids)):
