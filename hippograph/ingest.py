@@ -102,16 +102,15 @@ class Ingestor:
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int,
         world: WorldSettings | None = None, profile: ProfileSettings | None = None,
-        fallback: Extractor | None = None, defer_on_failure: bool = False,
+        fallback: Extractor | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
         self.extractor = extractor
         # when the extractor fails (an LLM endpoint down, answers unusable): extract with `fallback`
-        # now, or, with defer_on_failure, keep the episodes pending and try the extractor again later
+        # now, or, without one, keep the episodes pending and try the extractor again later
         self.fallback = fallback
-        self.defer_on_failure = defer_on_failure
         self.resolver = resolver  # e.g. LLM-assisted entity resolution, run before the store lock is taken
         self._claimed: set[str] = set()  # episodes some thread is processing (under self.lock)
         # one write at a time per user, from persist to the last derived write, so a user's statements
@@ -272,7 +271,7 @@ class Ingestor:
             return self.extractor.extract(source)
         except (HippographError, ValidationError) as exc:
             reason = f"{self.extractor.name} failed: {exc}"
-            if self.fallback is None or self.defer_on_failure:
+            if self.fallback is None:
                 log.warning("extraction of %d episodes deferred: %s", len(episodes), reason)
                 result.pending += [e.client_id or e.id for e in episodes]
                 result.warnings.append(f"extraction deferred, retried later ({reason})")

@@ -101,7 +101,7 @@ class Hippograph:
         context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000,
         world: WorldSettings | None = None, sessions: SessionSettings | None = None,
         profile: ProfileSettings | None = None, summarizer: Summarizer | None = None,
-        fallback_extractor: Extractor | None = None, defer_extraction: bool = False, usage: UsageMeter | None = None,
+        fallback_extractor: Extractor | None = None, usage: UsageMeter | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
     ) -> None:
         self.graph = graph
@@ -112,7 +112,7 @@ class Hippograph:
         self.session_settings = sessions or SessionSettings()
         self.max_content_chars = max_content_chars
         self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile,
-                                 fallback=fallback_extractor, defer_on_failure=defer_extraction, resolver=resolver)
+                                 fallback=fallback_extractor, resolver=resolver)
         self.retriever = Retriever(graph, indexer)
         extractive = ExtractiveSummarizer(counter)
         self.sessions = SessionKeeper(graph, indexer, summarizer or extractive, self.session_settings,

@@ -93,9 +93,9 @@ def build(settings: Settings) -> Hippograph:
     embedder = build_embedder(settings, usage)
     indexer = Indexer(build_vectors(settings, embedder.dim), embedder, SparseEncoder())
     extractor = build_extractor(settings, llm)
-    # an LLM extractor falls back to spaCy when the endpoint fails, unless told to retry it later
+    # an LLM extractor falls back to spaCy when the endpoint fails; with no fallback, extraction is retried later
     fallback = None
-    if settings.extraction.backend == "llm":
+    if settings.extraction.backend == "llm" and settings.extraction.on_llm_failure == "spacy":
         from hippograph.extraction.spacy_extractor import SpacyExtractor
 
         fallback = SpacyExtractor(settings.extraction.spacy_model)
@@ -122,7 +122,6 @@ def build(settings: Settings) -> Hippograph:
         profile=settings.profile,
         summarizer=summarizer,
         fallback_extractor=fallback,
-        defer_extraction=settings.extraction.on_llm_failure == "retry",
         usage=usage,
         resolver=resolver,
     )
