@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from hippograph.config import LLMSettings
+from hippograph.config import EmbeddingSettings, LLMSettings
 from hippograph.errors import BackendUnavailable, ConfigurationError, ExtractionError
 from hippograph.llm.parsing import BadAnswer, parse_answer
 from hippograph.llm.usage import UsageMeter, current_user
@@ -31,6 +31,13 @@ from hippograph.llm.usage import UsageMeter, current_user
 log = logging.getLogger("hippograph.llm")
 
 M = TypeVar("M", bound=BaseModel)
+
+def openai_client(settings: LLMSettings | EmbeddingSettings) -> openai.OpenAI:
+    """The `openai` client for an endpoint's settings (its own retries with backoff, its timeout)."""
+    key = settings.api_key.get_secret_value() if settings.api_key else "none"  # local servers take any key
+    return openai.OpenAI(base_url=settings.base_url, api_key=key, timeout=settings.timeout_seconds,
+                         max_retries=settings.max_retries)
+
 
 def describe_failure(exc: openai.OpenAIError, base_url: str, timeout: float, retries: int) -> str:
     """What went wrong with a call, in words a user can act on."""
@@ -57,9 +64,7 @@ class LLMClient:
         self.settings = settings
         self.model = settings.model
         self.meter = meter
-        key = settings.api_key.get_secret_value() if settings.api_key else "none"  # local servers take any key
-        self._client = openai.OpenAI(base_url=settings.base_url, api_key=key, timeout=settings.timeout_seconds,
-                                     max_retries=settings.max_retries)
+        self._client = openai_client(settings)
         self._slots = threading.BoundedSemaphore(settings.max_concurrency)
         self._mode = settings.structured_output
         self._down_until = 0.0  # after a failure, calls fail fast until then instead of waiting again

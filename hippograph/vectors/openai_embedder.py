@@ -15,7 +15,7 @@ import openai
 
 from hippograph.config import EmbeddingSettings
 from hippograph.errors import BackendUnavailable, ConfigurationError
-from hippograph.llm.client import describe_failure
+from hippograph.llm.client import describe_failure, openai_client
 from hippograph.llm.usage import UsageMeter, current_user
 
 
@@ -28,9 +28,7 @@ class OpenAIEmbedder:
         self.name = f"openai:{settings.model}"
         self._dim = settings.dim
         self.usage = usage
-        key = settings.api_key.get_secret_value() if settings.api_key else "none"
-        self._client = openai.OpenAI(base_url=settings.base_url, api_key=key, timeout=settings.timeout_seconds,
-                                     max_retries=settings.max_retries)
+        self._client = openai_client(settings)
 
     @property
     def dim(self) -> int:
