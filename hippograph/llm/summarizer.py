@@ -30,7 +30,7 @@ class Summary(BaseModel):
 
 
 def prompt(previous: Sequence[SummaryLine], episodes: Sequence[Episode]) -> str:
-    out = ["Current summary:"] + [f"p{i + 1}: {line.text}" for i, line in enumerate(previous)] or ["(none)"]
+    out = ["Current summary:"] + ([f"p{i + 1}: {line.text}" for i, line in enumerate(previous)] or ["(none)"])
     out.append("\nMessages that left the view:")
     out += [f"m{i + 1} ({speaker(e)}, {e.timestamp:%Y-%m-%d %H:%M}): {e.content}" for i, e in enumerate(episodes)]
     return "\n".join(out)
