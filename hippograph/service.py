@@ -209,8 +209,7 @@ class Hippograph:
         return self.sessions.expire(now=now)
 
     def list_sessions(self, user_id: str) -> list[dict]:
-        self._require_user(user_id)
-        self.sessions.expire(user_id)
+        self._live_user(user_id)
         ttl = self.session_settings.ttl_seconds
         return [{**s.model_dump(mode="json", exclude={"user_id"}),
                  "expires_at": _iso(s.last_active_at + timedelta(seconds=ttl)) if ttl else None}
@@ -225,8 +224,7 @@ class Hippograph:
             return self.sessions.delete(user_id, session_id, utcnow(), actor)
 
     def _memory(self, user_id: str, memory_id: str) -> list[Episode]:
-        """A message, or a document's pieces, by the client's id or ours."""
-        self._require_user(user_id)
+        """A message, or a document's pieces, by the client's id or ours (of a user known to exist)."""
         probe = [memory_id, stable_id("ep", user_id, memory_id)]
         chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
         probe += [stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks)]
@@ -238,7 +236,7 @@ class Hippograph:
     def get_memory(self, user_id: str, memory_id: str) -> dict:
         """A stored message or document as the record keeps it: whether it is extracted and indexed
         yet (`pending` until then) and which extractor did it."""
-        self.sessions.expire(user_id)
+        self._live_user(user_id)
         found = self._memory(user_id, memory_id)
         return {"id": memory_id, "user_id": user_id, "parts": [
             {"id": e.id, "client_id": e.client_id, "session_id": e.session_id, "agent_id": e.agent_id,
@@ -249,6 +247,7 @@ class Hippograph:
     def delete_memory(self, user_id: str, memory_id: str, actor: str = "api") -> list[str]:
         """Delete one message or document (by the client's id or ours) from both stores. What was
         extracted from it into the profile stays: delete those items separately."""
+        self._require_user(user_id)
         found = self._memory(user_id, memory_id)
         ids = [e.id for e in found]
         with self.ingestor.lock:
@@ -263,8 +262,7 @@ class Hippograph:
     def handoff(self, user_id: str, session_id: str, task: str, to_agent: str | None = None) -> dict:
         """The packet agent A hands agent B: the session's conclusions, never its transcript. Ideas
         raised and then rejected appear only as what was decided instead."""
-        self._require_user(user_id)
-        self.sessions.expire(user_id)
+        self._live_user(user_id)
         episodes = [e for e in self.graph.session_episodes(user_id, session_id) if e.kind == EpisodeKind.message]
         if not episodes:
             raise NotFound(f"user {user_id!r} has no session {session_id!r} (or it expired)")
@@ -325,6 +323,11 @@ class Hippograph:
         if not self.graph.user_exists(user_id):
             raise NotFound(f"unknown user {user_id!r}: nothing has been stored for this user")
 
+    def _live_user(self, user_id: str) -> None:
+        """The user exists, and their idle sessions are gone before anything of them is read."""
+        self._require_user(user_id)
+        self.sessions.expire(user_id)
+
     def profile(self, user_id: str, include_history: bool = False) -> dict:
         self._require_user(user_id)
         out: dict = {"user_id": user_id, "facts": [], "preferences": [], "decisions": []}
@@ -352,8 +355,7 @@ class Hippograph:
 
     @_for_user
     def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
-        self._require_user(user_id)
-        self.sessions.expire(user_id)
+        self._live_user(user_id)
         flt = VectorFilter(user_id=user_id)
         hits = self.indexer.search(flt, query, limit)
         return [SearchHit(id=h.id, kind=h.kind.value, score=h.score, text=h.text, timestamp=h.timestamp.isoformat(),
