@@ -26,19 +26,21 @@ class Turn:
 
 
 class Requirement(BaseModel):
-    text: str                      # imperative, short: "exclude archived projects", "region: Northwest"
-    confirmed_by_user: bool        # the user said it, or explicitly agreed to it
-    sources: list[str]             # ids of the turns it rests on
+    text: str = Field(description='Short and imperative: "exclude archived projects", "region: Northwest".')
+    confirmed_by_user: bool = Field(description="The user said it, or explicitly agreed to it.")
+    sources: list[str] = Field(description="Ids of the messages it rests on.")
 
 
 class HandoffPacket(BaseModel):
     task: str
-    requirements: list[str]        # texts of the requirements, in the order they were settled
-    format: str | None             # the output format the conversation settled on, else None
-    constraints_confirmed_by_user: bool   # at least one requirement/format, and the user stated or accepted each
-    open_questions: list[str]      # questions asked in the session that never got an answer
+    requirements: list[str] = Field(
+        description="Settled requirements, in the order they were settled; rejected ideas only as what was decided.")
+    format: str | None = Field(description="The output format the session settled on, else null.")
+    constraints_confirmed_by_user: bool = Field(
+        description="At least one requirement or format, and the user stated or accepted every one.")
+    open_questions: list[str] = Field(description="Questions asked in the session that never got an answer.")
     source_session: str | None = None
-    details: list[Requirement] = Field(default_factory=list)   # the requirements with provenance
+    details: list[Requirement] = Field(default_factory=list, description="Each requirement with its sources.")
 
 
 def _rx(pattern: str) -> re.Pattern[str]:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hippograph.models import DocumentIn, MessageIn
+from hippograph.planner.handoff import HandoffPacket
 
 Id = Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")
 
@@ -76,19 +77,14 @@ class HandoffRequest(Strict):
         return self
 
 
-class HandoffPacket(BaseModel):
-    task: str
-    requirements: list[str] = Field(description="Settled requirements; rejected ideas only as what was decided.")
-    format: str | None = Field(description="The output format the session settled on.")
-    constraints_confirmed_by_user: bool = Field(
-        description="Every requirement (and the format) was stated or explicitly accepted by the user.")
-    open_questions: list[str]
+class HandoffOut(HandoffPacket):
+    """The packet as the API returns it: who hands it to whom, and when."""
+
     source_session: str
     user_id: str
     from_agent: str | None = None
     to_agent: str | None = None
     created_at: str
-    details: list[dict[str, Any]] = Field(default_factory=list, description="Each requirement with its sources.")
 
 
 class SearchRequest(Strict):
