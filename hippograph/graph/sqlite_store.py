@@ -237,17 +237,22 @@ class SqliteGraphStore:
     def delete_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
         if not ids:
             return []
-        marks = _marks(len(ids))
         with self._tx() as c:
             found = [r["id"] for r in c.execute(
-                f"SELECT id FROM episodes WHERE +user_id=? AND id IN ({marks})", (user_id, *ids))]
-            if found:
-                m = _marks(len(found))
-                c.execute(f"DELETE FROM mentions WHERE episode_id IN ({m})", found)
-                c.execute(f"DELETE FROM episodes WHERE id IN ({m})", found)
-        if found:
-            self._ppr.drop(user_id)
+                f"SELECT id FROM episodes WHERE +user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids))]
+            self._delete_episode_rows(c, user_id, found)
         return found
+
+    def _delete_episode_rows(self, c: sqlite3.Connection, user_id: str, ids: list[str]) -> None:
+        """The episodes and their mention links (inside the caller's transaction), in chunks that stay
+        under SQLite's limit on bound parameters however long a session grew."""
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            m = _marks(len(chunk))
+            c.execute(f"DELETE FROM mentions WHERE episode_id IN ({m})", chunk)
+            c.execute(f"DELETE FROM episodes WHERE id IN ({m})", chunk)
+        if ids:
+            self._ppr.drop(user_id)
 
     # --- sessions ------------------------------------------------------------------------------
     def touch_sessions(self, user_id: str, session_ids: Sequence[str], at: datetime) -> None:
@@ -274,12 +279,8 @@ class SqliteGraphStore:
         with self._tx() as c:
             ids = [r["id"] for r in c.execute("SELECT id FROM episodes WHERE user_id=? AND session_id=?",
                                               (user_id, session_id))]
-            c.execute("DELETE FROM mentions WHERE episode_id IN (SELECT id FROM episodes WHERE user_id=? AND "
-                      "session_id=?)", (user_id, session_id))
-            c.execute("DELETE FROM episodes WHERE user_id=? AND session_id=?", (user_id, session_id))
+            self._delete_episode_rows(c, user_id, ids)
             c.execute("DELETE FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id))
-        if ids:
-            self._ppr.drop(user_id)
         return ids
 
     def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:
