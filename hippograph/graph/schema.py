@@ -1,9 +1,25 @@
-"""SQLite schema of the embedded graph store, and the name normalisation used for entity resolution."""
+"""SQLite schema of the embedded graph store (tables, upgrades of older stores, rows to models), and
+the name normalisation used for entity resolution."""
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import unicodedata
+from datetime import datetime
+
+from hippograph.models import (
+    Entity,
+    Episode,
+    EpisodeKind,
+    Note,
+    NoteKind,
+    Relation,
+    Role,
+    SessionInfo,
+    utcnow,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
@@ -127,3 +143,55 @@ def normalise(name: str) -> str:
     s = _ARTICLES.sub("", s)
     s = s.removesuffix("'s")
     return s
+
+
+# --- rows to models, and the upgrade of older stores --------------------------------------------
+def iso(dt: datetime | None) -> str | None:
+    return dt.isoformat() if dt else None
+
+
+def parse_dt(s: str | None) -> datetime | None:
+    return datetime.fromisoformat(s) if s else None
+
+
+def episode_of(r: sqlite3.Row) -> Episode:
+    return Episode(
+        id=r["id"], user_id=r["user_id"], session_id=r["session_id"], agent_id=r["agent_id"],
+        kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r["role"] else None, name=r["name"],
+        title=r["title"], content=r["content"], client_id=r["client_id"], timestamp=parse_dt(r["ts"]),
+        seq=r["seq"], metadata=json.loads(r["metadata"] or "{}"), processed=bool(r["processed"]),
+        extractor=r["extractor"],
+    )
+
+
+def entity_of(r: sqlite3.Row) -> Entity:
+    return Entity(id=r["id"], user_id=r["user_id"], name=r["name"], type=r["type"],
+                  aliases=json.loads(r["aliases"] or "[]"), is_user=bool(r["is_user"]))
+
+
+def relation_of(r: sqlite3.Row) -> Relation:
+    return Relation(id=r["id"], user_id=r["user_id"], source_id=r["source_id"], target_id=r["target_id"],
+                    predicate=r["predicate"], fact=r["fact"], valid_at=parse_dt(r["valid_at"]),
+                    invalid_at=parse_dt(r["invalid_at"]), source_episode_ids=json.loads(r["episodes"] or "[]"))
+
+
+def note_of(r: sqlite3.Row) -> Note:
+    return Note(id=r["id"], user_id=r["user_id"], kind=NoteKind(r["kind"]), text=r["text"], slot=r["slot"],
+                valid_at=parse_dt(r["valid_at"]), invalid_at=parse_dt(r["invalid_at"]), superseded_by=r["superseded_by"],
+                source_episode_ids=json.loads(r["episodes"] or "[]"), created_at=parse_dt(r["created_at"]),
+                confidence=r["confidence"])
+
+
+def session_of(r: sqlite3.Row) -> SessionInfo:
+    return SessionInfo(user_id=r["user_id"], session_id=r["session_id"], started_at=parse_dt(r["started_at"]),
+                       last_active_at=parse_dt(r["last_active_at"]))
+
+
+def migrate(conn: sqlite3.Connection, fresh: bool) -> None:
+    """Bring a store made by an older version up to this schema (new columns; sessions tracked from now)."""
+    for table, column, definition in ADDED_COLUMNS:
+        if column not in {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+    if fresh:
+        now = iso(utcnow())
+        conn.execute(BACKFILL_SESSIONS, (now, now))

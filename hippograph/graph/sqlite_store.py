@@ -14,39 +14,27 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Generic, TypeVar
 
 import networkx as nx
 
 from hippograph.errors import BackendUnavailable
 from hippograph.graph.base import Subgraph
+from hippograph.graph.cache import PerUser
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
-from hippograph.graph.schema import ADDED_COLUMNS, BACKFILL_SESSIONS, SCHEMA, normalise
-from hippograph.models import (
-    AuditEvent,
-    Entity,
-    Episode,
-    EpisodeKind,
-    Note,
-    NoteKind,
-    Relation,
-    Role,
-    SessionInfo,
-    stable_id,
-    utcnow,
+from hippograph.graph.schema import (
+    SCHEMA,
+    entity_of,
+    episode_of,
+    iso,
+    migrate,
+    normalise,
+    note_of,
+    relation_of,
+    session_of,
 )
-
-T = TypeVar("T")
+from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id
 
 USER_ENTITY_KEY = "<user>"
-
-
-def _iso(dt: datetime | None) -> str | None:
-    return dt.isoformat() if dt else None
-
-
-def _dt(s: str | None) -> datetime | None:
-    return datetime.fromisoformat(s) if s else None
 
 
 def _marks(n: int) -> str:
@@ -75,7 +63,7 @@ class SqliteGraphStore:
             conn.execute("PRAGMA foreign_keys=ON")
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name='sessions'").fetchall()
             conn.executescript(SCHEMA)
-            _migrate(conn, fresh)
+            migrate(conn, fresh)
         except (sqlite3.Error, OSError) as exc:
             raise BackendUnavailable(f"cannot open the graph database at {self.path}: {exc}") from exc
         self._conn = conn
@@ -145,7 +133,7 @@ class SqliteGraphStore:
         eid = stable_id("ent", user_id, USER_ENTITY_KEY)
         rows = self._rows("SELECT * FROM entities WHERE id=?", (eid,))
         if rows:
-            return _entity(rows[0])
+            return entity_of(rows[0])
         ent = Entity(id=eid, user_id=user_id, name=name or user_id, type="Person", is_user=True)
         with self._tx() as c:
             c.execute("INSERT OR IGNORE INTO users(user_id, entity_id) VALUES (?,?)", (user_id, eid))
@@ -174,7 +162,7 @@ class SqliteGraphStore:
                     "content,client_id,ts,seq,metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (ep.id, ep.user_id, ep.session_id, ep.agent_id, ep.kind.value,
                      ep.role.value if ep.role else None, ep.name, ep.title, ep.content, ep.client_id,
-                     _iso(ep.timestamp), ep.seq, json.dumps(ep.metadata)),
+                     iso(ep.timestamp), ep.seq, json.dumps(ep.metadata)),
                 )
                 if cur.rowcount:
                     added.append(ep)
@@ -188,19 +176,19 @@ class SqliteGraphStore:
             # (user_id, ...) index and read every episode of the user (12 ms instead of 0.5 at 30k)
             f"SELECT * FROM episodes WHERE +user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids)
         )
-        return [_episode(r) for r in rows]
+        return [episode_of(r) for r in rows]
 
     def episodes_by_ids(self, ids: Sequence[str]) -> list[Episode]:
         if not ids:
             return []
-        return [_episode(r) for r in self._rows(f"SELECT * FROM episodes WHERE id IN ({_marks(len(ids))})",
+        return [episode_of(r) for r in self._rows(f"SELECT * FROM episodes WHERE id IN ({_marks(len(ids))})",
                                                 tuple(ids))]
 
     def session_episodes(self, user_id: str, session_id: str) -> list[Episode]:
         rows = self._rows(
             "SELECT * FROM episodes WHERE user_id=? AND session_id=? ORDER BY seq, ts", (user_id, session_id)
         )
-        return [_episode(r) for r in rows]
+        return [episode_of(r) for r in rows]
 
     def next_episodes(self, user_id: str, ids: Sequence[str]) -> dict[str, Episode]:
         if not ids:
@@ -210,7 +198,7 @@ class SqliteGraphStore:
             f"AND b.session_id = a.session_id AND b.seq = a.seq + 1 WHERE +a.user_id=? AND a.id IN ({_marks(len(ids))})",
             (user_id, *ids),
         )
-        return {r["after_id"]: _episode(r) for r in rows}
+        return {r["after_id"]: episode_of(r) for r in rows}
 
     def next_seq(self, user_id: str, session_id: str | None) -> int:
         rows = self._rows(
@@ -223,7 +211,7 @@ class SqliteGraphStore:
         scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
         rows = self._rows(f"SELECT * FROM episodes WHERE processed=0 {scope} ORDER BY rowid LIMIT ?",
                           (*params, limit))
-        return [_episode(r) for r in rows]
+        return [episode_of(r) for r in rows]
 
     def mark_processed(self, ids: Sequence[str], extractor: str) -> None:
         if not ids:
@@ -262,18 +250,18 @@ class SqliteGraphStore:
                     "INSERT INTO sessions(user_id, session_id, started_at, last_active_at) VALUES (?,?,?,?) "
                     "ON CONFLICT(user_id, session_id) DO UPDATE SET last_active_at=excluded.last_active_at "
                     "WHERE excluded.last_active_at > sessions.last_active_at",
-                    [(user_id, s, _iso(at), _iso(at)) for s in dict.fromkeys(session_ids)])
+                    [(user_id, s, iso(at), iso(at)) for s in dict.fromkeys(session_ids)])
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         rows = self._rows("SELECT * FROM sessions WHERE user_id=? ORDER BY last_active_at DESC, session_id",
                           (user_id,))
-        return [_session(r) for r in rows]
+        return [session_of(r) for r in rows]
 
     def expired_sessions(self, before: datetime, user_id: str | None = None, limit: int = 100) -> list[SessionInfo]:
         scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
         rows = self._rows(f"SELECT * FROM sessions WHERE last_active_at < ? {scope} "
-                          "ORDER BY last_active_at, user_id, session_id LIMIT ?", (_iso(before), *params, limit))
-        return [_session(r) for r in rows]
+                          "ORDER BY last_active_at, user_id, session_id LIMIT ?", (iso(before), *params, limit))
+        return [session_of(r) for r in rows]
 
     def delete_session(self, user_id: str, session_id: str) -> list[str]:
         with self._tx() as c:
@@ -321,7 +309,7 @@ class SqliteGraphStore:
                 row = c.execute("SELECT e.* FROM aliases a JOIN entities e ON e.id=a.entity_id "
                                 "WHERE a.user_id=? AND a.norm=?", (user_id, key)).fetchone()
                 if row is not None:
-                    stored = _entity(row)
+                    stored = entity_of(row)
                     if stored.type in ("Thing", "Concept") and ent.type not in ("Thing", "Concept"):
                         c.execute("UPDATE entities SET type=? WHERE id=?", (ent.type, stored.id))
                         stored.type = ent.type
@@ -334,7 +322,7 @@ class SqliteGraphStore:
 
     def get_entity(self, entity_id: str) -> Entity | None:
         rows = self._rows("SELECT * FROM entities WHERE id=?", (entity_id,))
-        return _entity(rows[0]) if rows else None
+        return entity_of(rows[0]) if rows else None
 
     def find_entities(self, user_id: str, q: str | None, limit: int = 20) -> list[Entity]:
         if q:
@@ -346,7 +334,7 @@ class SqliteGraphStore:
             )
         else:
             rows = self._rows("SELECT * FROM entities WHERE user_id=? ORDER BY name LIMIT ?", (user_id, limit))
-        return [_entity(r) for r in rows]
+        return [entity_of(r) for r in rows]
 
     def entities_named(self, user_id: str, norms: Sequence[str]) -> dict[str, list[Entity]]:
         norms = list(dict.fromkeys(norms))
@@ -356,7 +344,7 @@ class SqliteGraphStore:
             for r in self._rows("SELECT a.norm AS hit, e.* FROM aliases a JOIN entities e ON e.id = a.entity_id "
                                 f"WHERE a.user_id=? AND a.norm IN ({_marks(len(chunk))}) ORDER BY e.id",
                                 (user_id, *chunk)):
-                out.setdefault(r["hit"], []).append(_entity(r))
+                out.setdefault(r["hit"], []).append(entity_of(r))
         return out
 
     # --- relations -----------------------------------------------------------------------------
@@ -369,7 +357,7 @@ class SqliteGraphStore:
                     "AND invalid_at IS NULL", (rel.user_id, rel.source_id, rel.target_id, rel.predicate),
                 ).fetchone()
                 if row is not None:
-                    stored = _relation(row)
+                    stored = relation_of(row)
                     merged = list(dict.fromkeys(stored.source_episode_ids + rel.source_episode_ids))
                     c.execute("UPDATE relations SET episodes=? WHERE id=?", (json.dumps(merged), stored.id))
                     stored.source_episode_ids = merged
@@ -379,7 +367,7 @@ class SqliteGraphStore:
                     "INSERT INTO relations(id,user_id,source_id,target_id,predicate,fact,valid_at,invalid_at,"
                     "episodes) VALUES (?,?,?,?,?,?,?,?,?)",
                     (rel.id, rel.user_id, rel.source_id, rel.target_id, rel.predicate, rel.fact,
-                     _iso(rel.valid_at), _iso(rel.invalid_at), json.dumps(rel.source_episode_ids)),
+                     iso(rel.valid_at), iso(rel.invalid_at), json.dumps(rel.source_episode_ids)),
                 )
                 self._cache_edge(rel)
                 out.append(rel)
@@ -397,19 +385,19 @@ class SqliteGraphStore:
         if not ids:
             return
         with self._tx() as c:
-            c.execute(f"UPDATE relations SET invalid_at=? WHERE id IN ({_marks(len(ids))})", (_iso(at), *ids))
+            c.execute(f"UPDATE relations SET invalid_at=? WHERE id IN ({_marks(len(ids))})", (iso(at), *ids))
         for rel in self.get_relations(ids):
             self._cache_edge(rel)
 
     def current_relations(self, user_id: str, source_id: str, predicate: str) -> list[Relation]:
         rows = self._rows("SELECT * FROM relations WHERE user_id=? AND source_id=? AND predicate=? "
                           "AND invalid_at IS NULL", (user_id, source_id, predicate))
-        return [_relation(r) for r in rows]
+        return [relation_of(r) for r in rows]
 
     def get_relations(self, ids: Sequence[str]) -> list[Relation]:
         if not ids:
             return []
-        return [_relation(r) for r in self._rows(
+        return [relation_of(r) for r in self._rows(
             f"SELECT * FROM relations WHERE id IN ({_marks(len(ids))})", tuple(ids))]
 
     def link_mentions(self, episode_id: str, entity_ids: Sequence[str]) -> None:
@@ -457,7 +445,7 @@ class SqliteGraphStore:
                                                           cutoff=depth)
             rel_ids = [k for u, v, k in view.subgraph(reach).edges(keys=True)]
         ents = self._rows(f"SELECT * FROM entities WHERE id IN ({_marks(len(reach))})", tuple(reach))
-        return Subgraph([_entity(r) for r in ents], self.get_relations(rel_ids))
+        return Subgraph([entity_of(r) for r in ents], self.get_relations(rel_ids))
 
     def personalized_pagerank(self, user_id: str, seeds: Sequence[str], limit: int = 20) -> list[tuple[str, float]]:
         with self._lock:
@@ -493,7 +481,7 @@ class SqliteGraphStore:
         cond = "" if include_invalid else "AND invalid_at IS NULL"
         rows = self._rows(f"SELECT * FROM relations WHERE user_id=? AND (source_id IN ({m}) OR target_id IN ({m})) "
                           f"{cond}", (user_id, *entity_ids, *entity_ids))
-        return [_relation(r) for r in rows]
+        return [relation_of(r) for r in rows]
 
     # --- notes ---------------------------------------------------------------------------------
     def add_note(self, note: Note) -> None:
@@ -502,30 +490,30 @@ class SqliteGraphStore:
             c.execute(
                 "INSERT OR REPLACE INTO notes(id,user_id,kind,text,slot,valid_at,invalid_at,superseded_by,"
                 "episodes,created_at,confidence) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (note.id, note.user_id, note.kind.value, note.text, note.slot, _iso(note.valid_at),
-                 _iso(note.invalid_at), note.superseded_by, json.dumps(note.source_episode_ids),
-                 _iso(note.created_at), note.confidence),
+                (note.id, note.user_id, note.kind.value, note.text, note.slot, iso(note.valid_at),
+                 iso(note.invalid_at), note.superseded_by, json.dumps(note.source_episode_ids),
+                 iso(note.created_at), note.confidence),
             )
 
     def supersede_note(self, old_id: str, new_id: str | None, at: datetime) -> None:
         self._history.drop()
         with self._tx() as c:
-            c.execute("UPDATE notes SET invalid_at=?, superseded_by=? WHERE id=?", (_iso(at), new_id, old_id))
+            c.execute("UPDATE notes SET invalid_at=?, superseded_by=? WHERE id=?", (iso(at), new_id, old_id))
 
     def notes_by_ids(self, ids: Sequence[str]) -> list[Note]:
         if not ids:
             return []
-        return [_note(r) for r in self._rows(f"SELECT * FROM notes WHERE id IN ({_marks(len(ids))})", tuple(ids))]
+        return [note_of(r) for r in self._rows(f"SELECT * FROM notes WHERE id IN ({_marks(len(ids))})", tuple(ids))]
 
     def current_note_by_slot(self, user_id: str, slot: str) -> Note | None:
         rows = self._rows("SELECT * FROM notes WHERE user_id=? AND slot=? AND invalid_at IS NULL "
                           "ORDER BY valid_at DESC LIMIT 1", (user_id, slot))
-        return _note(rows[0]) if rows else None
+        return note_of(rows[0]) if rows else None
 
     def list_notes(self, user_id: str, include_history: bool = False) -> list[Note]:
         cond = "" if include_history else "AND invalid_at IS NULL"
         rows = self._rows(f"SELECT * FROM notes WHERE user_id=? {cond} ORDER BY valid_at", (user_id,))
-        return [_note(r) for r in rows]
+        return [note_of(r) for r in rows]
 
     def add_audit(self, events: Sequence[AuditEvent]) -> None:
         if not events:
@@ -534,7 +522,7 @@ class SqliteGraphStore:
             c.executemany(
                 "INSERT OR IGNORE INTO audit(id,user_id,at,actor,action,item_kind,item_id,text,related_id,"
                 "session_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(e.id, e.user_id, _iso(e.at), e.actor, e.action, e.item_kind, e.item_id, e.text, e.related_id,
+                [(e.id, e.user_id, iso(e.at), e.actor, e.action, e.item_kind, e.item_id, e.text, e.related_id,
                   e.session_id) for e in events])
 
     def audit_log(self, user_id: str, item_id: str | None = None, limit: int = 1000,
@@ -557,12 +545,12 @@ class SqliteGraphStore:
             by_episode = {}
             for r in self._rows("SELECT * FROM notes WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY valid_at",
                                 (user_id,)):
-                note = _note(r)
+                note = note_of(r)
                 for ep in note.source_episode_ids:
                     by_episode.setdefault(ep, ([], []))[0].append(note)
             for r in self._rows("SELECT * FROM relations WHERE user_id=? AND invalid_at IS NOT NULL ORDER BY id",
                                 (user_id,)):
-                rel = _relation(r)
+                rel = relation_of(r)
                 for ep in rel.source_episode_ids:
                     by_episode.setdefault(ep, ([], []))[1].append(rel)
             self._history.put(user_id, by_episode, generation)
@@ -579,74 +567,3 @@ class SqliteGraphStore:
         self._history.drop(user_id)
         with self._tx() as c:
             return bool(c.execute("DELETE FROM notes WHERE user_id=? AND id=?", (user_id, note_id)).rowcount)
-
-
-class PerUser(Generic[T]):
-    """Values derived from one user's data, dropped when that data changes. A value computed from
-    reads that began before a drop is not kept: the generation has moved on."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, T] = {}
-        self._lock = threading.Lock()
-        self.generation = 0
-
-    def get(self, user_id: str) -> T | None:
-        with self._lock:
-            return self._items.get(user_id)
-
-    def put(self, user_id: str, value: T, generation: int) -> None:
-        with self._lock:
-            if generation == self.generation:
-                self._items[user_id] = value
-
-    def drop(self, user_id: str | None = None) -> None:
-        """Forget one user's value, or every value."""
-        with self._lock:
-            self.generation += 1
-            if user_id is None:
-                self._items.clear()
-            else:
-                self._items.pop(user_id, None)
-
-
-def _episode(r: sqlite3.Row) -> Episode:
-    return Episode(
-        id=r["id"], user_id=r["user_id"], session_id=r["session_id"], agent_id=r["agent_id"],
-        kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r["role"] else None, name=r["name"],
-        title=r["title"], content=r["content"], client_id=r["client_id"], timestamp=_dt(r["ts"]),
-        seq=r["seq"], metadata=json.loads(r["metadata"] or "{}"), processed=bool(r["processed"]),
-        extractor=r["extractor"],
-    )
-
-
-def _entity(r: sqlite3.Row) -> Entity:
-    return Entity(id=r["id"], user_id=r["user_id"], name=r["name"], type=r["type"],
-                  aliases=json.loads(r["aliases"] or "[]"), is_user=bool(r["is_user"]))
-
-
-def _relation(r: sqlite3.Row) -> Relation:
-    return Relation(id=r["id"], user_id=r["user_id"], source_id=r["source_id"], target_id=r["target_id"],
-                    predicate=r["predicate"], fact=r["fact"], valid_at=_dt(r["valid_at"]),
-                    invalid_at=_dt(r["invalid_at"]), source_episode_ids=json.loads(r["episodes"] or "[]"))
-
-
-def _note(r: sqlite3.Row) -> Note:
-    return Note(id=r["id"], user_id=r["user_id"], kind=NoteKind(r["kind"]), text=r["text"], slot=r["slot"],
-                valid_at=_dt(r["valid_at"]), invalid_at=_dt(r["invalid_at"]), superseded_by=r["superseded_by"],
-                source_episode_ids=json.loads(r["episodes"] or "[]"), created_at=_dt(r["created_at"]),
-                confidence=r["confidence"])
-
-
-def _session(r: sqlite3.Row) -> SessionInfo:
-    return SessionInfo(user_id=r["user_id"], session_id=r["session_id"], started_at=_dt(r["started_at"]),
-                       last_active_at=_dt(r["last_active_at"]))
-
-
-def _migrate(conn: sqlite3.Connection, fresh: bool) -> None:
-    """Bring a store made by an older version up to this schema (new columns; sessions tracked from now)."""
-    for table, column, definition in ADDED_COLUMNS:
-        if column not in {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
-    if fresh:
-        now = _iso(utcnow())
-        conn.execute(BACKFILL_SESSIONS, (now, now))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hippograph.graph.sqlite_store import PerUser
+from hippograph.graph.cache import PerUser
 
 
 def test_a_value_read_before_a_drop_is_not_kept() -> None:
