@@ -293,6 +293,7 @@ class Ingestor:
 
     def _store(self, episodes: list[Episode], ex: Extraction, result: IngestResult) -> None:
         user_id = episodes[0].user_id
+        extractor = ex.extractor or self.extractor.name
         user = self.graph.ensure_user(user_id)
         when = {e.id: e.timestamp for e in episodes}
         small = set(ex.small_talk)
@@ -301,7 +302,7 @@ class Ingestor:
         with self.graph.batch():
             by_name = self._resolve(user_id, user, ex)
             relations = self._relations(user_id, user, ex, by_name, when, stale)
-            notes = self._notes(user_id, ex, when, result, stale, f"extractor:{ex.extractor or self.extractor.name}")
+            notes = self._notes(user_id, ex, when, result, stale, f"extractor:{extractor}")
             for ep_id, names in ex.mentions.items():
                 self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
             self.graph.set_indexed(list(small | observations), False)
@@ -310,8 +311,8 @@ class Ingestor:
         records += [note_record(n) for n in notes if n.id not in stale]
         records += [relation_record(r) for r in relations if r.id not in stale]
         self.indexer.index(records)
-        self.graph.mark_processed([e.id for e in episodes], ex.extractor or self.extractor.name)
-        result.extractor = ex.extractor or self.extractor.name
+        self.graph.mark_processed([e.id for e in episodes], extractor)
+        result.extractor = extractor
         result.entities = sorted({e.name for e in by_name.values() if not e.is_user})
         result.relations = list(dict.fromkeys(r.id for r in relations))
         result.skipped_small_talk = [e.client_id or e.id for e in episodes if e.id in small]
