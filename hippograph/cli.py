@@ -9,27 +9,77 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from hippograph.auth import DEFAULT_TENANT
 from hippograph.config import Settings
 from hippograph.errors import HippographError, InvalidInput
 from hippograph.service import Hippograph
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    data_dir = getattr(args, "data_dir", None)
-    return Settings(data_dir=Path(data_dir)) if data_dir else Settings()
+    given: dict[str, object] = {}
+    if getattr(args, "data_dir", None):
+        given["data_dir"] = Path(args.data_dir)
+    if getattr(args, "host", None):
+        given["host"] = args.host
+    return Settings(**given)  # type: ignore[arg-type]
+
+
+NO_KEY = ("hippograph: refusing to listen on {host} without an API key: create one with `hippograph keys create "
+          "--tenant T --scopes read,write,admin` (or set HIPPOGRAPH_AUTH__BOOTSTRAP_KEY), or set "
+          "HIPPOGRAPH_AUTH__DISABLED=true on purpose")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from hippograph.server.app import create_app
+    from hippograph.server.deps import is_loopback
 
     settings = _settings(args)
-    host, port = args.host or settings.host, args.port or settings.port
+    host, port = settings.host, args.port or settings.port
     print(f"Hippograph: opening the stores in {settings.data_dir.resolve()} ...", file=sys.stderr)
     service = _open(args)  # fails here, with a clear message and exit code 2, if a store cannot open
+    auth = settings.auth
+    if not (is_loopback(host) or auth.disabled or auth.bootstrap_key or service.graph.has_keys()):
+        service.close()
+        print(NO_KEY.format(host=host), file=sys.stderr)
+        return 2
     print(f"Hippograph on http://{host}:{port} (API docs at /docs)", file=sys.stderr)
     uvicorn.run(create_app(settings, service=service), host=host, port=port, log_level=args.log_level)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """Create, list and revoke API keys in the system of record (the data dir's graph store, or Neo4j)."""
+    import json
+
+    from hippograph.auth import parse_scopes
+    from hippograph.tenancy import Tenancy
+    from hippograph.wiring import build_graph
+
+    graph = build_graph(_settings(args))
+    graph.open()
+    try:
+        tenancy = Tenancy(graph)
+        if args.keys == "create":
+            record, key = tenancy.create_key(args.tenant, parse_scopes(args.scopes), args.name)
+            out = {"id": record.id, "key": key, "tenant": record.tenant, "scopes": [s.value for s in record.scopes]}
+            if not args.json:
+                print(f"API key {record.id} of tenant {record.tenant!r} ({', '.join(out['scopes'])}); it is shown "
+                      "only now:", file=sys.stderr)
+            print(json.dumps(out) if args.json else key)
+        elif args.keys == "list":
+            rows = tenancy.list_keys(args.tenant)
+            if args.json:
+                print(json.dumps([k.model_dump(mode="json") | {"active": k.active} for k in rows]))
+            for k in [] if args.json else rows:
+                state = "active" if k.active else f"revoked {k.revoked_at:%Y-%m-%d %H:%M}"
+                print(f"{k.id}  {k.tenant}  {','.join(k.scopes)}  {k.name or '-'}  {state}")
+        else:
+            record = tenancy.revoke_key(args.id)
+            print(f"revoked {record.id} of tenant {record.tenant!r}")
+    finally:
+        graph.close()
     return 0
 
 
@@ -59,7 +109,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.url:
         import httpx
 
-        with httpx.Client(base_url=args.url, timeout=600) as client, tqdm(total=total, unit="msg") as bar:
+        headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+        with httpx.Client(base_url=args.url, timeout=600, headers=headers) as client, tqdm(total=total, unit="msg") as bar:
             for b in batches:
                 body = {"user_id": b.user_id, "session_id": b.session_id, "agent_id": b.agent_id,
                         "messages": [m.model_dump(mode="json", exclude_none=True) for m in b.messages],
@@ -77,7 +128,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         try:
             with tqdm(total=total, unit="msg") as bar:
                 for b in batches:
-                    res = service.remember(b.user_id, b.session_id, b.agent_id, b.messages, b.documents, b.metadata)
+                    res = service.remember(service.tenancy.owner(args.tenant, b.user_id, create=True), b.session_id, b.agent_id, b.messages, b.documents, b.metadata)
                     stored, dup, notes = stored + len(res.stored), dup + len(res.duplicates), notes + len(res.notes)
                     bar.update(len(b.messages) + len(b.documents))
         finally:
@@ -90,7 +141,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     service = _open(args)
     try:
-        result = service.context(args.user, args.query, args.session, args.budget)
+        result = service.context(service.tenancy.owner(args.tenant, args.user), args.query, args.session, args.budget)
     finally:
         service.close()
     if args.json:
@@ -186,7 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("file")
     i.add_argument("--user", help="store everything under this user id")
     i.add_argument("--url", help="post to a running server instead of opening the data dir")
+    i.add_argument("--api-key", default=os.environ.get("HIPPOGRAPH_API_KEY"),
+                   help="with --url: a key with the write scope (default: $HIPPOGRAPH_API_KEY)")
     i.add_argument("--data-dir")
+    i.add_argument("--tenant", default=DEFAULT_TENANT, help="without --url: the users' tenant (default: default)")
     i.set_defaults(func=cmd_ingest)
     q = sub.add_parser("query", help="print the context block for a question")
     q.add_argument("query")
@@ -195,10 +249,26 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--budget", type=int)
     q.add_argument("--json", action="store_true", help="the whole response: sections, items, plan")
     q.add_argument("--data-dir")
+    q.add_argument("--tenant", default=DEFAULT_TENANT, help="the user's tenant (default: default)")
     q.set_defaults(func=cmd_query)
     o = sub.add_parser("optimize", help="build the vector index (HNSW) offline, with the server stopped")
     o.add_argument("--data-dir")
     o.set_defaults(func=cmd_optimize)
+    k = sub.add_parser("keys", help="create, list and revoke API keys")
+    ks = k.add_subparsers(dest="keys", required=True)
+    kc = ks.add_parser("create", help="a new key; it is printed once and stored only as a hash")
+    kc.add_argument("--tenant", required=True)
+    kc.add_argument("--scopes", required=True, help="comma-separated: read, write, admin")
+    kc.add_argument("--name", help="what the key is for")
+    kc.add_argument("--json", action="store_true", help='print {"id", "key", "tenant", "scopes"} as the last line')
+    kl = ks.add_parser("list", help="every key (never the keys themselves)")
+    kl.add_argument("--tenant", help="only this tenant's")
+    kl.add_argument("--json", action="store_true")
+    kr = ks.add_parser("revoke", help="revoke a key now")
+    kr.add_argument("id")
+    for parser in (kc, kl, kr):
+        parser.add_argument("--data-dir", help="the embedded store's folder (or configure Neo4j: HIPPOGRAPH_GRAPH__*)")
+    k.set_defaults(func=cmd_keys)
     _bench_parser(sub)
     return p
 

@@ -146,6 +146,21 @@ class WorldSettings(BaseModel):
         default_factory=dict, description='Per tool name, e.g. HIPPOGRAPH_WORLD__TOOL_TTL=\'{"weather": 600}\'.')
 
 
+class AuthSettings(BaseModel):
+    """API keys (see hippograph/auth.py). With no key in the store the server runs open on a loopback
+    address only; on any other address it refuses to start unless `disabled` is set on purpose."""
+
+    disabled: bool = Field(False, description="Run without requiring keys on any address (a key that is sent "
+                                              "still counts). Only behind something that authenticates.")
+    bootstrap_key: SecretStr | None = Field(
+        None, description="A key chosen by the operator (32+ characters), registered at start as an admin, read "
+                          "and write key of `bootstrap_tenant` (only its hash is stored).")
+    bootstrap_tenant: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    rate_limit_per_minute: float = Field(
+        0, ge=0, description="Requests per minute per API key (0: no limit); past it, 429 with Retry-After.")
+    rate_limit_burst: int = Field(0, ge=0, description="Requests a key may make at once (0: a minute's worth).")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HIPPOGRAPH_", env_nested_delimiter="__", extra="ignore")
 
@@ -164,6 +179,7 @@ class Settings(BaseSettings):
     sessions: SessionSettings = SessionSettings()
     profile: ProfileSettings = ProfileSettings()
     llm: LLMSettings = LLMSettings()
+    auth: AuthSettings = AuthSettings()
 
     @model_validator(mode="after")
     def _llm_extraction_needs_an_llm(self) -> Settings:

@@ -27,3 +27,19 @@ class ConfigurationError(HippographError):
 
 class ExtractionError(HippographError):
     """An extractor failed on an input; the raw input is kept and extraction can be retried."""
+
+
+class Unauthorized(HippographError):
+    """No API key, or one that is unknown or revoked."""
+
+
+class Forbidden(HippographError):
+    """The API key is valid but lacks the scope the operation needs."""
+
+
+class RateLimited(HippographError):
+    """Too many requests for this API key; `retry_after` says when to try again (seconds)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

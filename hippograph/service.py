@@ -54,6 +54,7 @@ from hippograph.planner.plans import PLANS, Plan, choose_plan
 from hippograph.planner.retrieval import Candidate, Retriever
 from hippograph.planner.summary import ExtractiveSummarizer, Summarizer, cap, line_of
 from hippograph.planner.world import observation_text, tool_log
+from hippograph.tenancy import Tenancy
 from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
@@ -118,6 +119,7 @@ class Hippograph:
         self.sessions = SessionKeeper(graph, indexer, summarizer or extractive, self.session_settings,
                                       self.ingestor.lock, fallback=extractive)
         self.usage = usage or UsageMeter()  # model calls and tokens, per user and operation
+        self.tenancy = Tenancy(graph)  # API keys, and the owner key each tenant's user is filed under
         self._ready = threading.Event()
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -219,7 +221,7 @@ class Hippograph:
         """Forget a session now, as its TTL would: messages, summaries and tool observations go, notes stay."""
         self._require_user(user_id)
         if not any(s.session_id == session_id for s in self.graph.list_sessions(user_id)):
-            raise NotFound(f"user {user_id!r} has no session {session_id!r}")
+            raise NotFound(f"this user has no session {session_id!r}")
         with self.ingestor.lock:
             return self.sessions.delete(user_id, session_id, utcnow(), actor)
 
@@ -230,7 +232,7 @@ class Hippograph:
         probe += [stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks)]
         found = sorted(self.graph.get_episodes(user_id, probe), key=lambda e: e.seq)
         if not found:
-            raise NotFound(f"user {user_id!r} has no memory {memory_id!r}")
+            raise NotFound(f"this user has no memory {memory_id!r}")
         return found
 
     def get_memory(self, user_id: str, memory_id: str) -> dict:
@@ -265,7 +267,7 @@ class Hippograph:
         self._live_user(user_id)
         episodes = [e for e in self.graph.session_episodes(user_id, session_id) if e.kind == EpisodeKind.message]
         if not episodes:
-            raise NotFound(f"user {user_id!r} has no session {session_id!r} (or it expired)")
+            raise NotFound(f"this user has no session {session_id!r} (or it expired)")
         turns = [Turn(id=e.client_id or e.id, role=e.role.value if e.role else "user", content=e.content,
                       timestamp=e.timestamp) for e in episodes]
         packet = build_packet(task.strip(), turns, source_session=session_id)
@@ -310,7 +312,7 @@ class Hippograph:
     def _own_note(self, user_id: str, item_id: str) -> Note:
         found = [n for n in self.graph.notes_by_ids([item_id]) if n.user_id == user_id]
         if not found:
-            raise NotFound(f"user {user_id!r} has no profile item {item_id!r}")
+            raise NotFound(f"this user has no profile item {item_id!r}")
         return found[0]
 
     def audit(self, user_id: str, item_id: str | None = None, limit: int = 1000,
@@ -321,7 +323,7 @@ class Hippograph:
     # --- reads ---------------------------------------------------------------------------------
     def _require_user(self, user_id: str) -> None:
         if not self.graph.user_exists(user_id):
-            raise NotFound(f"unknown user {user_id!r}: nothing has been stored for this user")
+            raise NotFound("unknown user: nothing has been stored for this user id")
 
     def _live_user(self, user_id: str) -> None:
         """The user exists, and their idle sessions are gone before anything of them is read."""
@@ -370,10 +372,11 @@ class Hippograph:
         self._require_user(user_id)
         return self.graph.find_entities(user_id, q, limit)
 
-    def neighbors(self, entity_id: str, depth: int = 1) -> Subgraph:
-        if self.graph.get_entity(entity_id) is None:
-            raise NotFound(f"unknown entity {entity_id!r}")
-        return self.graph.neighbors(entity_id, depth=depth)
+    def neighbors(self, user_id: str, entity_id: str, depth: int = 1) -> Subgraph:
+        """The user's entities within `depth` hops of one of theirs (another user's entity is unknown)."""
+        if self.graph.get_entity(user_id, entity_id) is None:
+            raise NotFound(f"this user has no entity {entity_id!r}")
+        return self.graph.neighbors(user_id, entity_id, depth=depth)
 
     @_for_user
     def recall(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from hippograph.auth import ApiKey
 from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo
 
 
@@ -38,7 +39,33 @@ class GraphStore(Protocol):
     def user_exists(self, user_id: str) -> bool: ...
 
     def delete_user(self, user_id: str) -> None:
-        """Forget the user: episodes, notes, entities, relations."""
+        """Forget the user: episodes, notes, entities, relations, and its owner key."""
+
+    # --- tenants and keys ----------------------------------------------------------------------
+    def owner_of(self, tenant: str, user_id: str, new_owner: str | None = None) -> str | None:
+        """The owner key under which the stores keep the data of `user_id` of `tenant`. With `new_owner`,
+        a pair that has none is registered with it (concurrent callers all get the one that won)."""
+        ...
+
+    def owners(self, owner_keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """For each registered owner key: its (tenant, user id)."""
+        ...
+
+    def add_key(self, key: ApiKey) -> None: ...
+
+    def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        """The key (active or revoked) with this hash."""
+        ...
+
+    def list_keys(self, tenant: str | None = None) -> list[ApiKey]: ...
+
+    def revoke_key(self, key_id: str, at: datetime, tenant: str | None = None) -> ApiKey | None:
+        """Revoke the key (of `tenant`, when given); the key as stored now, None when there is no such key."""
+        ...
+
+    def has_keys(self) -> bool:
+        """Whether any active key exists."""
+        ...
 
     # --- episodes (tier 1, the raw record) -----------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
@@ -98,7 +125,7 @@ class GraphStore(Protocol):
         """Merge each entity with a stored one of the same normalised name or alias, else insert.
         Returns the stored entities in input order."""
 
-    def get_entity(self, entity_id: str) -> Entity | None: ...
+    def get_entity(self, user_id: str, entity_id: str) -> Entity | None: ...
 
     def find_entities(self, user_id: str, q: str | None, limit: int = 20) -> list[Entity]: ...
 
@@ -127,7 +154,7 @@ class GraphStore(Protocol):
         """For each entity id, the ids of the user's episodes that mention it."""
         ...
 
-    def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
+    def neighbors(self, user_id: str, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
         """Entities within `depth` hops (either direction) and the relations among them."""
 
     def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:

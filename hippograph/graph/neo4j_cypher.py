@@ -16,12 +16,13 @@ from typing import Any
 
 from neo4j.time import DateTime
 
+from hippograph.auth import ApiKey
 from hippograph.errors import InvalidInput
 from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, SessionInfo
 
 LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,39}$")
 PREDICATE = re.compile(r"^[A-Z][A-Z0-9_]{0,49}$")
-RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person", "Session", "Audit"})
+RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person", "Session", "Audit", "ApiKey"})
 
 SCHEMA = [
     "CREATE CONSTRAINT hg_user_id IF NOT EXISTS FOR (u:User) REQUIRE u.user_id IS UNIQUE",
@@ -42,7 +43,16 @@ SCHEMA = [
     "CREATE INDEX hg_note_superseded IF NOT EXISTS FOR (n:Note) ON (n.superseded_by)",
     "CREATE CONSTRAINT hg_session_key IF NOT EXISTS FOR (s:Session) REQUIRE (s.user_id, s.session_id) IS UNIQUE",
     "CREATE INDEX hg_session_active IF NOT EXISTS FOR (s:Session) ON (s.last_active_at)",
+    "CREATE CONSTRAINT hg_user_ref IF NOT EXISTS FOR (u:User) REQUIRE (u.tenant, u.external_id) IS UNIQUE",
+    "CREATE CONSTRAINT hg_key_id IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.id IS UNIQUE",
+    "CREATE CONSTRAINT hg_key_hash IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.key_hash IS UNIQUE",
 ]
+# A database made before tenants: each of its users becomes a user of the default tenant, its data
+# filed under the user id it always had.
+BACKFILL_TENANTS = """
+MATCH (u:User) WHERE u.tenant IS NULL
+SET u.tenant = $tenant, u.external_id = u.user_id
+"""
 # A store made before sessions were tracked: its sessions start counting from the upgrade.
 HAS_SESSIONS = """
 RETURN EXISTS { MATCH (:Session) } AS sessions, EXISTS { MATCH (e:Episode) WHERE e.session_id IS NOT NULL } AS episodes
@@ -73,6 +83,25 @@ CALL (u) {
   MATCH (n:Note {user_id: $user}) MERGE (u)-[h:HAS_NOTE]->(n) ON CREATE SET h.user_id = $user
 }
 """
+# --- tenants and keys: (:User {user_id: <owner key>, tenant, external_id}), (:ApiKey {...}) ---------
+OWNER_OF = "MATCH (u:User {tenant: $tenant, external_id: $user}) RETURN u.user_id AS owner"
+REGISTER_OWNER = """
+MERGE (u:User {tenant: $tenant, external_id: $user})
+ON CREATE SET u.user_id = $owner, u.name = $user, u.registered_at = $now
+RETURN u.user_id AS owner
+"""
+OWNERS = "UNWIND $owners AS o MATCH (u:User {user_id: o}) RETURN o AS owner, u.tenant AS tenant, u.external_id AS user"
+_KEY = "k {.id, .tenant, .name, .scopes, .key_hash, .created_at, .revoked_at} AS k"
+ADD_KEY = "CREATE (k:ApiKey) SET k = $props"
+KEY_BY_HASH = f"MATCH (k:ApiKey {{key_hash: $hash}}) RETURN {_KEY}"
+LIST_KEYS = f"MATCH (k:ApiKey) WHERE $tenant IS NULL OR k.tenant = $tenant RETURN {_KEY} ORDER BY k.created_at, k.id"
+REVOKE_KEY = f"""
+MATCH (k:ApiKey {{id: $id}}) WHERE $tenant IS NULL OR k.tenant = $tenant
+SET k.revoked_at = coalesce(k.revoked_at, $at)
+RETURN {_KEY}
+"""
+HAS_KEYS = "RETURN EXISTS { MATCH (k:ApiKey) WHERE k.revoked_at IS NULL } AS ok"
+
 DELETE_CHUNK = "MATCH (n:{0} {{user_id: $user}}) WITH n LIMIT $chunk DETACH DELETE n RETURN count(*) AS n"
 DELETE_ORDER = ("Audit", "Session", "Note", "Episode", "Entity", "User")  # the User node last: a failed delete can be rerun
 
@@ -140,6 +169,7 @@ RETURN r.id AS id ORDER BY r.id
 
 # --- entities ------------------------------------------------------------------------------------
 ENTITIES_BY_IDS = f"UNWIND $ids AS id MATCH (e:Entity {{id: id}}) RETURN e {_ENTITY} AS e"
+ENTITY_OF_USER = f"MATCH (e:Entity {{id: $id, user_id: $user}}) RETURN e {_ENTITY} AS e"
 CREATE_ENTITIES = """
 UNWIND $rows AS row
 MERGE (e:Entity {id: row.props.id}) ON CREATE SET e += row.props, e:$(row.labels)
@@ -216,7 +246,7 @@ RETURN x.id AS entity_id, ep.id AS episode_id ORDER BY episode_id
 # Breadth-first (the planner's pruning var-expand) in both directions over the user's relations,
 # then the subgraph induced on the nodes reached, as networkx's subgraph view gives.
 NEIGHBORS = f"""
-MATCH (s:Entity {{id: $id}})
+MATCH (s:Entity {{id: $id, user_id: $user}})
 OPTIONAL MATCH (s)-[rs*1..__DEPTH__]-(x:Entity)
 WHERE $expand AND all(r IN rs WHERE r.user_id = s.user_id AND {_RELATION_EDGE} AND ($all OR r.invalid_at IS NULL))
 WITH s, collect(DISTINCT x) AS found
@@ -409,6 +439,16 @@ def to_note(r: dict[str, Any]) -> Note:
                 valid_at=_dt(r["valid_at"]), invalid_at=from_neo(r.get("invalid_at")),
                 superseded_by=r.get("superseded_by"), source_episode_ids=list(r.get("episodes") or []),
                 created_at=_dt(r["created_at"]), confidence=r.get("confidence", 0.7))
+
+
+def key_props(key: ApiKey) -> dict[str, Any]:
+    return {"id": key.id, "tenant": key.tenant, "name": key.name, "scopes": [s.value for s in key.scopes],
+            "key_hash": key.key_hash, "created_at": to_neo(key.created_at), "revoked_at": to_neo(key.revoked_at)}
+
+
+def to_key(r: dict[str, Any]) -> ApiKey:
+    return ApiKey(id=r["id"], tenant=r["tenant"], name=r.get("name"), scopes=list(r["scopes"]),
+                  key_hash=r["key_hash"], created_at=_dt(r["created_at"]), revoked_at=from_neo(r.get("revoked_at")))
 
 
 def to_session(r: dict[str, Any]) -> SessionInfo:

@@ -31,6 +31,7 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, Asyn
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 from neo4j.exceptions import ConfigurationError as DriverConfigurationError
 
+from hippograph.auth import DEFAULT_TENANT, ApiKey
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
@@ -101,6 +102,7 @@ class Neo4jGraphStore:
                 found = await (await session.run(cy.HAS_SESSIONS)).single()
                 if found is not None and found["episodes"] and not found["sessions"]:
                     await (await session.run(cy.BACKFILL_SESSIONS, now=cy.to_neo(utcnow()))).consume()
+                await (await session.run(cy.BACKFILL_TENANTS, tenant=DEFAULT_TENANT)).consume()
         except (Neo4jError, DriverError, OSError) as exc:
             await driver.close()
             raise self._unavailable(exc) from exc
@@ -246,6 +248,36 @@ class Neo4jGraphStore:
             self._rel_sources = {k: v for k, v in self._rel_sources.items() if v[1] != user_id}
             self._warm_users.discard(user_id)
 
+    # --- tenants and keys ----------------------------------------------------------------------
+    def owner_of(self, tenant: str, user_id: str, new_owner: str | None = None) -> str | None:
+        if new_owner is None:
+            rows = self._query(cy.OWNER_OF, tenant=tenant, user=user_id)
+        else:
+            rows = self._update(cy.REGISTER_OWNER, tenant=tenant, user=user_id, owner=new_owner,
+                                now=cy.to_neo(utcnow()))
+        return rows[0]["owner"] if rows else None
+
+    def owners(self, owner_keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        rows = self._query(cy.OWNERS, owners=list(dict.fromkeys(owner_keys)))
+        return {r["owner"]: (r["tenant"], r["user"]) for r in rows}
+
+    def add_key(self, key: ApiKey) -> None:
+        self._update(cy.ADD_KEY, props=cy.key_props(key))
+
+    def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        rows = self._query(cy.KEY_BY_HASH, hash=key_hash)
+        return cy.to_key(rows[0]["k"]) if rows else None
+
+    def list_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        return [cy.to_key(r["k"]) for r in self._query(cy.LIST_KEYS, tenant=tenant)]
+
+    def revoke_key(self, key_id: str, at: datetime, tenant: str | None = None) -> ApiKey | None:
+        rows = self._update(cy.REVOKE_KEY, id=key_id, tenant=tenant, at=cy.to_neo(at))
+        return cy.to_key(rows[0]["k"]) if rows else None
+
+    def has_keys(self) -> bool:
+        return bool(self._query(cy.HAS_KEYS)[0]["ok"])
+
     # --- episodes ------------------------------------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
         first: dict[str, Episode] = {}
@@ -336,8 +368,8 @@ class Neo4jGraphStore:
                 for drop, e in retyped.values()])
         return out
 
-    def get_entity(self, entity_id: str) -> Entity | None:
-        rows = self._query(cy.ENTITIES_BY_IDS, ids=[entity_id])
+    def get_entity(self, user_id: str, entity_id: str) -> Entity | None:
+        rows = self._query(cy.ENTITY_OF_USER, id=entity_id, user=user_id)
         return cy.to_entity(rows[0]["e"]) if rows else None
 
     def find_entities(self, user_id: str, q: str | None, limit: int = 20) -> list[Entity]:
@@ -454,9 +486,9 @@ class Neo4jGraphStore:
         return out
 
     # --- traversal -----------------------------------------------------------------------------
-    def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
+    def neighbors(self, user_id: str, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
         query = cy.NEIGHBORS.replace("__DEPTH__", str(max(int(depth), 1)))  # an int: bounds take no $param
-        rows = self._query(query, id=entity_id, expand=int(depth) >= 1, all=include_invalid)
+        rows = self._query(query, id=entity_id, user=user_id, expand=int(depth) >= 1, all=include_invalid)
         if not rows:
             return Subgraph([], [])
         return Subgraph([cy.to_entity(e) for e in rows[0]["ents"]],

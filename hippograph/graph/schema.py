@@ -9,6 +9,7 @@ import sqlite3
 import unicodedata
 from datetime import datetime
 
+from hippograph.auth import DEFAULT_TENANT, ApiKey
 from hippograph.models import (
     Entity,
     Episode,
@@ -118,6 +119,23 @@ CREATE TABLE IF NOT EXISTS sessions (
     PRIMARY KEY (user_id, session_id)
 );
 CREATE INDEX IF NOT EXISTS sessions_active ON sessions(last_active_at);
+CREATE TABLE IF NOT EXISTS owners (
+    tenant     TEXT NOT NULL,
+    user_id    TEXT NOT NULL,
+    owner      TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (tenant, user_id)
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    id         TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    name       TEXT,
+    scopes     TEXT NOT NULL,
+    key_hash   TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys(tenant);
 """
 
 # Columns added after a table's first release: (table, column, definition). A store made by an older
@@ -130,6 +148,13 @@ ADDED_COLUMNS = (
 BACKFILL_SESSIONS = """
 INSERT OR IGNORE INTO sessions(user_id, session_id, started_at, last_active_at)
 SELECT DISTINCT user_id, session_id, ?, ? FROM episodes WHERE session_id IS NOT NULL
+"""
+
+# A store made before tenants: each of its users becomes a user of the default tenant, its data filed
+# under the user id it always had.
+BACKFILL_OWNERS = """
+INSERT OR IGNORE INTO owners(tenant, user_id, owner, created_at)
+SELECT ?, user_id, user_id, ? FROM (SELECT user_id FROM users UNION SELECT DISTINCT user_id FROM episodes)
 """
 
 _ARTICLES = re.compile(r"^(the|a|an|my|our|his|her|their|your)\s+")
@@ -182,16 +207,24 @@ def note_of(r: sqlite3.Row) -> Note:
                 confidence=r["confidence"])
 
 
+def key_of(r: sqlite3.Row) -> ApiKey:
+    return ApiKey(id=r["id"], tenant=r["tenant"], name=r["name"], scopes=json.loads(r["scopes"]),
+                  key_hash=r["key_hash"], created_at=parse_dt(r["created_at"]), revoked_at=parse_dt(r["revoked_at"]))
+
+
 def session_of(r: sqlite3.Row) -> SessionInfo:
     return SessionInfo(user_id=r["user_id"], session_id=r["session_id"], started_at=parse_dt(r["started_at"]),
                        last_active_at=parse_dt(r["last_active_at"]))
 
 
-def migrate(conn: sqlite3.Connection, fresh: bool) -> None:
-    """Bring a store made by an older version up to this schema (new columns; sessions tracked from now)."""
+def migrate(conn: sqlite3.Connection, fresh: bool, before_tenants: bool = False) -> None:
+    """Bring a store made by an older version up to this schema (new columns; sessions tracked from now;
+    users filed under the default tenant)."""
     for table, column, definition in ADDED_COLUMNS:
         if column not in {r["name"] for r in conn.execute(f"PRAGMA table_info({table})")}:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
     if fresh:
         now = iso(utcnow())
         conn.execute(BACKFILL_SESSIONS, (now, now))
+    if before_tenants:
+        conn.execute(BACKFILL_OWNERS, (DEFAULT_TENANT, iso(utcnow())))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from hippograph.auth import ApiKey
 from hippograph.errors import BackendUnavailable
 from hippograph.graph.base import Subgraph
 from hippograph.graph.cache import PerUser
@@ -26,13 +27,14 @@ from hippograph.graph.schema import (
     entity_of,
     episode_of,
     iso,
+    key_of,
     migrate,
     normalise,
     note_of,
     relation_of,
     session_of,
 )
-from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id
+from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id, utcnow
 
 USER_ENTITY_KEY = "<user>"
 
@@ -61,9 +63,9 @@ class SqliteGraphStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
-            fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name='sessions'").fetchall()
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             conn.executescript(SCHEMA)
-            migrate(conn, fresh)
+            migrate(conn, "sessions" not in tables, before_tenants="owners" not in tables)
         except (sqlite3.Error, OSError) as exc:
             raise BackendUnavailable(f"cannot open the graph database at {self.path}: {exc}") from exc
         self._conn = conn
@@ -148,9 +150,57 @@ class SqliteGraphStore:
             for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "audit", "sessions",
                           "users"):
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+            c.execute("DELETE FROM owners WHERE owner=?", (user_id,))
         self._graphs.pop(user_id, None)
         self._ppr.drop(user_id)
         self._history.drop(user_id)
+
+    # --- tenants and keys ----------------------------------------------------------------------
+    def owner_of(self, tenant: str, user_id: str, new_owner: str | None = None) -> str | None:
+        rows = self._rows("SELECT owner FROM owners WHERE tenant=? AND user_id=?", (tenant, user_id))
+        if rows or new_owner is None:
+            return rows[0]["owner"] if rows else None
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO owners(tenant, user_id, owner, created_at) VALUES (?,?,?,?)",
+                      (tenant, user_id, new_owner, iso(utcnow())))
+            return str(c.execute("SELECT owner FROM owners WHERE tenant=? AND user_id=?",
+                                 (tenant, user_id)).fetchone()["owner"])
+
+    def owners(self, owner_keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        keys = list(dict.fromkeys(owner_keys))
+        out: dict[str, tuple[str, str]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            for r in self._rows(f"SELECT * FROM owners WHERE owner IN ({_marks(len(chunk))})", chunk):
+                out[r["owner"]] = (r["tenant"], r["user_id"])
+        return out
+
+    def add_key(self, key: ApiKey) -> None:
+        with self._tx() as c:
+            c.execute("INSERT INTO api_keys(id, tenant, name, scopes, key_hash, created_at, revoked_at) "
+                      "VALUES (?,?,?,?,?,?,?)",
+                      (key.id, key.tenant, key.name, json.dumps([s.value for s in key.scopes]), key.key_hash,
+                       iso(key.created_at), iso(key.revoked_at)))
+
+    def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        rows = self._rows("SELECT * FROM api_keys WHERE key_hash=?", (key_hash,))
+        return key_of(rows[0]) if rows else None
+
+    def list_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        rows = self._rows("SELECT * FROM api_keys WHERE ? IS NULL OR tenant=? ORDER BY created_at, id",
+                          (tenant, tenant))
+        return [key_of(r) for r in rows]
+
+    def revoke_key(self, key_id: str, at: datetime, tenant: str | None = None) -> ApiKey | None:
+        with self._tx() as c:
+            c.execute("UPDATE api_keys SET revoked_at=? WHERE id=? AND revoked_at IS NULL AND (? IS NULL OR tenant=?)",
+                      (iso(at), key_id, tenant, tenant))
+            rows = c.execute("SELECT * FROM api_keys WHERE id=? AND (? IS NULL OR tenant=?)",
+                             (key_id, tenant, tenant)).fetchall()
+        return key_of(rows[0]) if rows else None
+
+    def has_keys(self) -> bool:
+        return bool(self._rows("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1", ()))
 
     # --- episodes ------------------------------------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
@@ -320,8 +370,8 @@ class SqliteGraphStore:
                 out.append(new)
         return out
 
-    def get_entity(self, entity_id: str) -> Entity | None:
-        rows = self._rows("SELECT * FROM entities WHERE id=?", (entity_id,))
+    def get_entity(self, user_id: str, entity_id: str) -> Entity | None:
+        rows = self._rows("SELECT * FROM entities WHERE id=? AND user_id=?", (entity_id, user_id))
         return entity_of(rows[0]) if rows else None
 
     def find_entities(self, user_id: str, q: str | None, limit: int = 20) -> list[Entity]:
@@ -433,8 +483,8 @@ class SqliteGraphStore:
             self._graphs[user_id] = g
         return g
 
-    def neighbors(self, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
-        ent = self.get_entity(entity_id)
+    def neighbors(self, user_id: str, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
+        ent = self.get_entity(user_id, entity_id)
         if ent is None:
             return Subgraph([], [])
         with self._lock:

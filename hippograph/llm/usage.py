@@ -63,6 +63,16 @@ class UsageMeter:
             c.prompt_tokens += prompt_tokens
             c.completion_tokens += completion_tokens
 
+    def load(self, rows: list[UsageRow]) -> None:
+        """Add these rows' counts (a meter over a selection of another meter's rows)."""
+        with self._lock:
+            for r in rows:
+                c = self._counts[(r.user_id, r.operation, r.model)]
+                c.calls += r.calls
+                c.failed += r.failed
+                c.prompt_tokens += r.prompt_tokens
+                c.completion_tokens += r.completion_tokens
+
     def rows(self, user_id: str | None = None) -> list[UsageRow]:
         with self._lock:
             items = sorted(self._counts.items())

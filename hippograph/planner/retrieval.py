@@ -236,7 +236,7 @@ class Retriever:
         relations = self.graph.relations_of(user_id, [e.id for e in seeds])[: plan.graph_facts] if seeds else []
         names = {e.id: e.name for e in seeds}
         for ent_id in {x for r in relations for x in (r.source_id, r.target_id)} - set(names):
-            ent = self.graph.get_entity(ent_id)
+            ent = self.graph.get_entity(user_id, ent_id)
             names[ent_id] = "the user" if ent is None or ent.is_user else ent.name
         facts = [f"{names[r.source_id]} -[{r.predicate}]-> {names[r.target_id]}" for r in relations]
         ranked = self.graph.rank_episodes(user_id, weights, limit=plan.graph_limit + len(exclude_ids))

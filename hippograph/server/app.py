@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
@@ -12,22 +13,50 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from hippograph.auth import ALL_SCOPES
 from hippograph.config import Settings
 from hippograph.errors import (
     BackendUnavailable,
     ConfigurationError,
     Conflict,
+    Forbidden,
     HippographError,
     InvalidInput,
     NotFound,
+    RateLimited,
+    Unauthorized,
 )
+from hippograph.server.deps import auth_mode, is_loopback
 from hippograph.server.limits import BodySizeLimit
-from hippograph.server.routers import graph, handoffs, health, memories, usage, users
+from hippograph.server.ratelimit import RateLimiter
+from hippograph.server.routers import graph, handoffs, health, keys, memories, usage, users
 from hippograph.service import Hippograph
 
 log = logging.getLogger("hippograph.server")
 
-STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 422, BackendUnavailable: 503, ConfigurationError: 503}
+STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 422, BackendUnavailable: 503, ConfigurationError: 503,
+          Unauthorized: 401, Forbidden: 403, RateLimited: 429}
+
+
+def _headers(exc: HippographError) -> dict[str, str]:
+    if isinstance(exc, Unauthorized):
+        return {"WWW-Authenticate": "Bearer"}
+    if isinstance(exc, RateLimited):
+        return {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
+    return {}
+
+
+def _bootstrap(settings: Settings, service: Hippograph) -> None:
+    """The operator's key (HIPPOGRAPH_AUTH__BOOTSTRAP_KEY), stored as its hash; then say how the server runs."""
+    if settings.auth.bootstrap_key is not None:
+        service.tenancy.register_key(settings.auth.bootstrap_key.get_secret_value(), settings.auth.bootstrap_tenant,
+                                     sorted(ALL_SCOPES), "bootstrap")
+    mode = auth_mode(settings, service)
+    if mode == "open":
+        log.warning("no API key exists: the server runs OPEN on loopback (%s); create a key with "
+                    "`hippograph keys create --tenant T --scopes read,write` to require keys", settings.host)
+    elif mode == "disabled":
+        log.warning("HIPPOGRAPH_AUTH__DISABLED=true: requests without an API key are served as the default tenant")
 
 
 def _status(exc: HippographError) -> int:
@@ -53,6 +82,7 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         svc = service or build(settings)
         if not svc.ready:
             await run_in_threadpool(svc.open)
+        await run_in_threadpool(_bootstrap, settings, svc)
         app.state.service = svc
         sweeper = asyncio.create_task(_sweep(svc, settings.sessions.sweep_seconds))
         try:
@@ -71,6 +101,10 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         lifespan=lifespan,
     )
     app.state.settings = settings
+    # requests without a key are served (as the default tenant) only on a loopback bind while no key
+    # exists, or when auth is disabled on purpose
+    app.state.open_ok = settings.auth.disabled or is_loopback(settings.host)
+    app.state.rate_limiter = RateLimiter(settings.auth.rate_limit_per_minute, settings.auth.rate_limit_burst)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
 
     @app.exception_handler(HippographError)
@@ -78,7 +112,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         code = _status(exc)
         if code >= 500:
             log.error("request failed: %s", exc)
-        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=code)
+        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=code,
+                            headers=_headers(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -93,7 +128,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         return JSONResponse({"error": "InternalError", "detail": "unexpected server error; see the server log"},
                             status_code=500)
 
-    for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router):
+    for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router,
+                   keys.router):
         app.include_router(router)
     return app
 

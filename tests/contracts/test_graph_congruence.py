@@ -235,7 +235,8 @@ def test_same_answers_from_every_read(stores) -> None:
     same(lambda s: s.get_relations(sorted(set().union(*work.relations.values())) + ["rel-missing"]), by_id)
     same(lambda s: s.notes_by_ids(sorted(set().union(*work.notes.values())) + ["n-missing"]), by_id)
     for eid in all_entities:
-        same(lambda s, e=eid: s.get_entity(e))
+        for user in [*USERS, "nobody"]:
+            same(lambda s, u=user, e=eid: s.get_entity(u, e))
     for user in [*USERS, "nobody"]:
         same(lambda s, u=user: s.user_exists(u))
         same(lambda s, u=user: s.find_entities(u, None, limit=100))
@@ -260,7 +261,7 @@ def test_same_answers_from_every_read(stores) -> None:
                 same(lambda s, u=user, e=eid, p=pred: s.current_relations(u, e, p), by_id)
             for depth in (0, 1, 2, 3):
                 for invalid in (False, True):
-                    same(lambda s, e=eid, d=depth, i=invalid: s.neighbors(e, d, i),
+                    same(lambda s, u=user, e=eid, d=depth, i=invalid: s.neighbors(u, e, d, i),
                          lambda g: (by_id(g.entities), by_id(g.relations)))
         for _ in range(5):
             picked = rng.sample(entities, min(len(entities), rng.randint(1, 3))) + ["ent_missing"]

@@ -94,10 +94,12 @@ def test_neighbors_and_pagerank(store: GraphStore) -> None:
     for s, t, p in ((a, b, "MANAGES"), (b, c, "WORKS_IN"), (c, d, "HAS_OFFICE_IN")):
         store.add_relations([Relation(id=new_id("rel"), user_id="u1", source_id=s.id, target_id=t.id,
                                       predicate=p, fact=f"{s.name} {p} {t.name}", valid_at=T0)])
-    one = store.neighbors(b.id, depth=1)
+    one = store.neighbors("u1", b.id, depth=1)
     assert {e.name for e in one.entities} == {"Alice", "Bob", "Northwest"}
     assert {r.predicate for r in one.relations} == {"MANAGES", "WORKS_IN"}
-    two = store.neighbors(a.id, depth=2)
+    two = store.neighbors("u1", a.id, depth=2)
+    # another user's entity is not there for this user: not the entity, not its neighbours
+    assert store.get_entity("u2", a.id) is None and store.neighbors("u2", a.id, depth=2).entities == []
     assert {e.name for e in two.entities} == {"Alice", "Bob", "Northwest"}
     ranked = [eid for eid, _ in store.personalized_pagerank("u1", [a.id])]
     assert ranked.index(b.id) < ranked.index(d.id)
@@ -142,8 +144,8 @@ def test_invalid_relations_leave_traversal(store: GraphStore) -> None:
                  fact="Alice knows Bob", valid_at=T0)
     store.add_relations([r])
     store.invalidate_relations([r.id], T0 + timedelta(hours=1))
-    assert {e.name for e in store.neighbors(a.id, 1).entities} == {"Alice"}
-    assert {e.name for e in store.neighbors(a.id, 1, include_invalid=True).entities} == {"Alice", "Bob"}
+    assert {e.name for e in store.neighbors("u1", a.id, 1).entities} == {"Alice"}
+    assert {e.name for e in store.neighbors("u1", a.id, 1, include_invalid=True).entities} == {"Alice", "Bob"}
 
 
 def test_notes_supersede_and_delete(store: GraphStore) -> None:
@@ -323,7 +325,7 @@ def test_resolution_upgrades_a_generic_type(store: GraphStore) -> None:
     assert first.id == again.id == typed.id
     assert (first.type, again.type, typed.type) == ("Thing", "Thing", "Organization")
     store.resolve_entities("u1", [ent("u1", "Acme", "Concept")])  # no way back to a generic type
-    assert store.get_entity(first.id).type == "Organization"
+    assert store.get_entity("u1", first.id).type == "Organization"
 
 
 def test_relation_ids_are_found_by_a_fresh_store_object(store: GraphStore, graph_store, request) -> None:

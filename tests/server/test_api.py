@@ -127,11 +127,16 @@ def test_graph_neighbors(client: TestClient) -> None:
     post(client, "erin", "s1", [{"role": "user", "content": "Alice works at Acme. Bob manages Alice."}])
     ents = {e["name"]: e for e in client.get("/v1/graph/entities", params={"user_id": "erin"}).json()}
     assert "Alice" in ents
-    out = client.get(f"/v1/graph/entities/{ents['Alice']['id']}/neighbors", params={"depth": 1}).json()
+    out = client.get(f"/v1/graph/entities/{ents['Alice']['id']}/neighbors",
+                     params={"user_id": "erin", "depth": 1}).json()
     names = {e["name"] for e in out["entities"]}
     assert "Acme" in names
     assert any(r["predicate"] == "WORKS_AT" for r in out["relations"])
-    assert client.get("/v1/graph/entities/nope/neighbors").status_code == 404
+    assert client.get("/v1/graph/entities/nope/neighbors", params={"user_id": "erin"}).status_code == 404
+    # another user's entity is unknown to this one, exactly like an entity that does not exist
+    post(client, "frank", "s1", [{"role": "user", "content": "I live in Lisbon."}])
+    other = client.get(f"/v1/graph/entities/{ents['Alice']['id']}/neighbors", params={"user_id": "frank"})
+    assert other.status_code == 404 and other.json()["detail"] == f"this user has no entity {ents['Alice']['id']!r}"
 
 
 def test_tool_output_is_cut_to_essentials(client: TestClient) -> None:

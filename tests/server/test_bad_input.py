@@ -94,5 +94,5 @@ def test_bad_search_and_graph_requests(client: TestClient) -> None:
     assert client.post("/v1/search", json={"user_id": "u", "query": "x", "limit": 0}).status_code == 422
     assert client.post("/v1/search", json={"user_id": "u", "query": "x", "limit": 10_000}).status_code == 422
     assert client.get("/v1/graph/entities").status_code == 422
-    assert client.get("/v1/graph/entities/x/neighbors", params={"depth": 99}).status_code == 422
+    assert client.get("/v1/graph/entities/x/neighbors", params={"user_id": "u", "depth": 99}).status_code == 422
     assert client.post("/v1/memories", json=GOOD).status_code == 200

@@ -3,6 +3,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from hippograph.server.deps import auth_mode
+
 router = APIRouter(tags=["health"])
 
 
@@ -18,4 +20,4 @@ def readyz(request: Request) -> JSONResponse:
     service = getattr(request.app.state, "service", None)
     if service is None or not service.ready:
         return JSONResponse({"status": "starting"}, status_code=503)
-    return JSONResponse({"status": "ready", **service.describe()})
+    return JSONResponse({"status": "ready", **service.describe(), "auth": auth_mode(request.app.state.settings, service)})
