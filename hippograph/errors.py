@@ -27,3 +27,8 @@ class ConfigurationError(HippographError):
 
 class ExtractionError(HippographError):
     """An extractor failed on an input; the raw input is kept and extraction can be retried."""
+
+
+class InsufficientStorage(HippographError):
+    """The disk holding the data is (nearly) full: a write was refused or rolled back, nothing acknowledged
+    was lost, and writes resume by themselves once space is freed. Reads go on meanwhile."""

@@ -18,6 +18,7 @@ from hippograph.errors import (
     ConfigurationError,
     Conflict,
     HippographError,
+    InsufficientStorage,
     InvalidInput,
     NotFound,
 )
@@ -27,7 +28,8 @@ from hippograph.service import Hippograph
 
 log = logging.getLogger("hippograph.server")
 
-STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 422, BackendUnavailable: 503, ConfigurationError: 503}
+STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 422, BackendUnavailable: 503, ConfigurationError: 503,
+          InsufficientStorage: 507}
 
 
 def _status(exc: HippographError) -> int:
