@@ -111,7 +111,8 @@ def disk_full(exc: BaseException, path: Path) -> InsufficientStorage | None:
     if not _is_full(exc):
         return None
     return InsufficientStorage(f"the disk holding {path} ran full during a write ({type(exc).__name__}: {exc}); "
-                               f"the write was rolled back and nothing acknowledged was lost; {ADVICE}")
+                               "the write was not acknowledged, nothing acknowledged before was lost, and what "
+                               f"it left half done is finished once space returns; {ADVICE}")
 
 
 class StorageGuard:
@@ -170,8 +171,8 @@ class StorageGuard:
     def before_open(self) -> None:
         """Refuse to open when opening itself would write more than the disk holds: creating a store
         needs the reserve; loading a shard from tmpfs needs room for the holes of its files."""
-        if any(not p.exists() for p in self.stores):
-            self.check("creating the stores")
+        if any(not p.exists() for p in self.stores) and (why := self.shortage()) is not None:
+            raise InsufficientStorage(f"creating the stores refused: {why}; free space there and start again")
         if self.mapped is None or not self.mapped.exists() or not memory_backed(self.mapped):
             return
         need, free = _sizes(self.mapped)[1], free_bytes(self.mapped)

@@ -73,7 +73,7 @@ def test_sqlite_full_is_insufficient_storage_and_keeps_what_was_acknowledged(tmp
         store.conn.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(InsufficientStorage) as caught:
             store.add_episodes([episode(i, "x" * 20_000) for i in range(1, 5)])
-        assert "database or disk is full" in str(caught.value) and "rolled back" in str(caught.value)
+        assert "database or disk is full" in str(caught.value) and "not acknowledged" in str(caught.value)
         assert [e.id for e in store.session_episodes("u1", "s1")] == ["ep0"]  # all or nothing, ep0 kept
 
         store.conn.execute(f"PRAGMA max_page_count = {pages * 100}")  # space returns: writes go on
