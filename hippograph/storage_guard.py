@@ -20,9 +20,12 @@ SQLITE_FULL from SQLite or ENOSPC from the OS; `disk_full` turns it into the sam
 roll such a write back, so nothing acknowledged is lost.
 
 Opening writes too: a new store is created only with the reserve free. On a memory-backed filesystem
-(tmpfs) loading a shard populates its cached files, which allocates every hole in them at once
-(measured: 52 MB for a store of 50 points, 18 MB more after an optimize); `before_open` refuses to open
-when that would not fit rather than letting the load die. A disk (ext4, xfs) allocates nothing there.
+(tmpfs) loading a shard populates its cached files (vector chunks, payload index pages), which
+allocates every hole in them at once (measured: 52 MB for a store of 50 points, 18 MB more after an
+optimize); a disk (ext4) allocates nothing there. `before_open` counts every hole outside the WAL,
+more than the load takes (about 120 MiB for a small store), and on tmpfs refuses to open when that
+does not fit rather than letting the load die. A restart on a nearly full disk otherwise opens: the
+start-up repairs (which write) wait for space, and reads are served meanwhile.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ import pytest
 from tests.conftest import ServerProcess
 
 MiB = 2**20
-DISK = 384 * MiB
-# Above what loading the shard from tmpfs populates at once (its sparse files: ~100 MB for a small
-# store, see hippograph/storage_guard.py), so that the restart below is possible at all on tmpfs.
-RESERVE = 160 * MiB
+DISK = 448 * MiB
+# Above what loading the shard from tmpfs may populate at once (the unwritten parts of its files, some
+# 120 MiB for a small store, see hippograph/storage_guard.py), so that the restart below can open.
+RESERVE = 192 * MiB
 LEFT = RESERVE - 16 * MiB  # "nearly full": this much free, below the reserve
 
 
