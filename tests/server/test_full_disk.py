@@ -1,6 +1,7 @@
 """A full disk, on a small real tmpfs under a real `hippograph serve`: writes get 507 with a message that
 says what is full and what to do, the process lives on, reads show everything acknowledged before,
-writes resume by themselves when space returns, and a restart on the full disk serves reads."""
+writes resume by themselves when space returns, and a restart on the full disk serves reads. And the
+start-up repairs, deferred on a full disk, run once space returns."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hippograph.config import Settings
+from hippograph.errors import InsufficientStorage
+from hippograph.models import Episode, MessageIn, Role, utcnow
+from hippograph.wiring import build
 from tests.conftest import ServerProcess
 
 MiB = 2**20
@@ -133,3 +138,33 @@ def test_full_disk_refuses_writes_and_keeps_serving_reads(small_disk: Path, monk
     log = second.proc.stderr.read().decode()
     said = [line for line in log.splitlines() if "start-up repairs" in line]
     assert len(said) == 1 and "HIPPOGRAPH_MIN_FREE_BYTES" in said[0], log[-3000:]
+
+
+def test_start_up_repairs_wait_for_space_and_run_when_it_returns(tmp_path: Path) -> None:
+    """Opened on a disk below the reserve, the service leaves what a crash left pending as it is, and
+    the sweep's retry finishes it once space returns (here: once the reserve is lowered)."""
+    data = tmp_path / "data"
+    svc = build(Settings(data_dir=data))
+    svc.open()
+    svc.remember("alice", "s1", messages=[MessageIn(id="m1", role=Role.user, content="I live in Seattle.")])
+    crashed = Episode(id="ep-left-pending", user_id="alice", session_id="s1", role=Role.user,
+                      content="I love hiking in the Cascades.", timestamp=utcnow(), seq=5)
+    svc.graph.add_episodes([crashed])  # stored, never extracted nor indexed: as a crash leaves it
+    svc.close()
+
+    svc = build(Settings(data_dir=data, min_free_bytes=2**60))
+    svc.open()
+    try:
+        assert [e.id for e in svc.graph.pending_episodes()] == [crashed.id]  # not repaired on a full disk
+        assert svc.describe()["storage"]["writable"] is False
+        assert "Seattle" in svc.context("alice", "Where does Alice live?").context
+        with pytest.raises(InsufficientStorage, match="HIPPOGRAPH_MIN_FREE_BYTES"):
+            svc.remember("alice", "s1", messages=[MessageIn(role=Role.user, content="I moved to Portland.")])
+        assert svc.retry_pending() == 0 and svc.graph.pending_episodes()
+
+        svc.guard.min_free_bytes = 0  # space returns
+        svc.retry_pending()
+        assert svc.graph.pending_episodes() == []
+        assert any("Cascades" in h.text for h in svc.search("alice", "hiking in the Cascades"))
+    finally:
+        svc.close()
