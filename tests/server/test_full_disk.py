@@ -21,10 +21,11 @@ from hippograph.wiring import build
 from tests.conftest import ServerProcess
 
 MiB = 2**20
-DISK = 448 * MiB
-# Above what loading the shard from tmpfs may populate at once (the unwritten parts of its files, some
-# 120 MiB for a small store, see hippograph/storage_guard.py), so that the restart below can open.
-RESERVE = 192 * MiB
+DISK = 320 * MiB
+# Above what loading the shard from tmpfs populates at once the first time (the unwritten parts of its
+# cached files, some 50 MiB for a small store, see hippograph/storage_guard.py), so that the restart
+# below can open.
+RESERVE = 96 * MiB
 LEFT = RESERVE - 16 * MiB  # "nearly full": this much free, below the reserve
 
 
