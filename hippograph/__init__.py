@@ -7,6 +7,7 @@ from hippograph.errors import (
     Conflict,
     ExtractionError,
     HippographError,
+    InsufficientStorage,
     InvalidInput,
     NotFound,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "ExtractionError",
     "Hippograph",
     "HippographError",
+    "InsufficientStorage",
     "InvalidInput",
     "MessageIn",
     "NotFound",

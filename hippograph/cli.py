@@ -155,6 +155,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_optimize(args: argparse.Namespace) -> int:
     service = _open(args)
     try:
+        service.guard.check("optimizing the vector index", need=service.guard.mapped_bytes())  # rewrites segments
         changed = service.indexer.store.maintain()
     finally:
         service.close()

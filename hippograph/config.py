@@ -170,6 +170,9 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(5_000_000, ge=1024)
     max_content_chars: int = Field(100_000, ge=100)
     tool_output_chars: int = Field(500, ge=50, description="Tool output longer than this is cut to its essentials.")
+    min_free_bytes: int = Field(
+        64 * 2**20, ge=0, description="Free space kept on the disk of the embedded stores: below it writes get 507 "
+                                      "(reads go on) instead of crashing the process; 0 turns the check off.")
     graph: GraphSettings = GraphSettings()
     vectors: VectorSettings = VectorSettings()
     embeddings: EmbeddingSettings = EmbeddingSettings()

@@ -43,3 +43,8 @@ class RateLimited(HippographError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class InsufficientStorage(HippographError):
+    """The disk holding the data is (nearly) full: a write was refused or rolled back, nothing acknowledged
+    was lost, and writes resume by themselves once space is freed. Reads go on meanwhile."""

@@ -9,7 +9,8 @@ is never extracted (exact facts come from the messages themselves) and never ind
 
 Expiry: a session idle for `ttl_seconds` of server time (client timestamps may be anything) is deleted
 from both stores with its messages, summaries and tool observations. Notes and relations extracted
-from it stay. Each deleted memory is recorded in the audit log, without its text.
+from it stay. Each deleted memory is recorded in the audit log, without its text. On a disk too full
+to write (see `storage_guard`), expiry waits until space returns, and reads go on meanwhile.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from hippograph.graph.base import GraphStore
 from hippograph.ingest import audit_event
 from hippograph.models import Episode, EpisodeKind, stable_id, utcnow
 from hippograph.planner.summary import Summarizer, SummaryLine, render
+from hippograph.storage_guard import StorageGuard
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.lifecycle")
@@ -49,13 +51,15 @@ def summary_lines(summary: Episode | None) -> list[SummaryLine]:
 
 class SessionKeeper:
     def __init__(self, graph: GraphStore, indexer: Indexer, summarizer: Summarizer, settings: SessionSettings,
-                 write_lock: threading.Lock, fallback: Summarizer | None = None) -> None:
+                 write_lock: threading.Lock, fallback: Summarizer | None = None,
+                 guard: StorageGuard | None = None) -> None:
         self.graph = graph
         self.indexer = indexer
         self.summarizer = summarizer
         self.fallback = fallback  # when the summarizer (a model) fails
         self.settings = settings
         self._write_lock = write_lock  # the ingest path's: an expiry never interleaves with a write
+        self.guard = guard or StorageGuard()  # on a full disk expiry waits (a read must not fail for it)
 
     # --- summaries -----------------------------------------------------------------------------
     def summarize(self, user_id: str, session_id: str) -> Episode | None:
@@ -115,6 +119,8 @@ class SessionKeeper:
         before = now - timedelta(seconds=self.settings.ttl_seconds)
         if not self.graph.expired_sessions(before, user_id=user_id, limit=1):
             return 0  # the common case, on every read: no lock taken, writes go on
+        if not self.guard.allows("deleting expired sessions"):
+            return 0
         done = 0
         with self._write_lock:
             while found := self.graph.expired_sessions(before, user_id=user_id, limit=100):

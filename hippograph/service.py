@@ -54,6 +54,7 @@ from hippograph.planner.plans import PLANS, Plan, choose_plan
 from hippograph.planner.retrieval import Candidate, Retriever
 from hippograph.planner.summary import ExtractiveSummarizer, Summarizer, cap, line_of
 from hippograph.planner.world import observation_text, tool_log
+from hippograph.storage_guard import StorageGuard
 from hippograph.tenancy import Tenancy
 from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
@@ -104,6 +105,7 @@ class Hippograph:
         profile: ProfileSettings | None = None, summarizer: Summarizer | None = None,
         fallback_extractor: Extractor | None = None, usage: UsageMeter | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
+        guard: StorageGuard | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -115,29 +117,40 @@ class Hippograph:
         self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile,
                                  fallback=fallback_extractor, resolver=resolver)
         self.retriever = Retriever(graph, indexer)
+        self.guard = guard or StorageGuard()  # free disk space, checked before every write
         extractive = ExtractiveSummarizer(counter)
         self.sessions = SessionKeeper(graph, indexer, summarizer or extractive, self.session_settings,
-                                      self.ingestor.lock, fallback=extractive)
+                                      self.ingestor.lock, fallback=extractive, guard=self.guard)
         self.usage = usage or UsageMeter()  # model calls and tokens, per user and operation
-        self.tenancy = Tenancy(graph)  # API keys, and the owner key each tenant's user is filed under
+        self.tenancy = Tenancy(graph, self.guard)  # API keys, and the owner key each tenant's user is filed under
         self._ready = threading.Event()
+        self._repair_due = True  # what a crash left half done, repaired at open or once the disk has room
 
     # --- lifecycle -----------------------------------------------------------------------------
     def open(self) -> None:
-        """Open both stores, load the models, repair what a crash left half done."""
+        """Open both stores, load the models, repair what a crash left half done (on a disk too full
+        to write, later: the server starts serving reads and refusing writes)."""
+        self.guard.before_open()
         self.graph.open()
         self.indexer.store.open()
         self.indexer.embedder.embed(["warm-up"])
         self.extractor.load()
+        if self.guard.allows("the start-up repairs (pending extraction, expired sessions, re-indexing)"):
+            self._repair()
+        self._ready.set()
+
+    def _repair(self) -> None:
         self.ingestor.process_pending()
         self.sessions.expire()
         self.reindex_missing()
-        self._ready.set()
+        self._repair_due = False
 
     def close(self) -> None:
         self._ready.clear()
-        self.indexer.store.close()
-        self.graph.close()
+        try:
+            self.indexer.store.close()
+        finally:  # a vector store that cannot flush (a full disk) replays its WAL at the next open
+            self.graph.close()
 
     @property
     def ready(self) -> bool:
@@ -151,6 +164,7 @@ class Hippograph:
             "embedder": self.indexer.embedder.name,
             "extractor": self.extractor.name,
             "tokenizer": self.counter.name,
+            "storage": self.guard.status(),
         }
 
     def reindex_missing(self, user_id: str | None = None) -> int:
@@ -188,6 +202,7 @@ class Hippograph:
                         f"{field_name}[{i}].{attr}: {len(getattr(item, attr))} characters is over the limit of "
                         f"{limit} (HIPPOGRAPH_MAX_CONTENT_CHARS); split it into several messages or documents"
                     )
+        self.guard.check("storing messages")
         self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
         result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
         if session_id is not None and result.stored:
@@ -204,6 +219,10 @@ class Hippograph:
 
     def retry_pending(self) -> int:
         """Extract and index what is stored but not yet processed (after an LLM or store failure)."""
+        if not self.guard.allows("extracting pending messages"):
+            return 0
+        if self._repair_due:  # the start-up repairs waited for disk space
+            self._repair()
         return self.ingestor.process_pending()
 
     def expire_sessions(self, now: datetime | None = None) -> int:
@@ -222,6 +241,7 @@ class Hippograph:
         self._require_user(user_id)
         if not any(s.session_id == session_id for s in self.graph.list_sessions(user_id)):
             raise NotFound(f"this user has no session {session_id!r}")
+        self.guard.check("ending the session")
         with self.ingestor.lock:
             return self.sessions.delete(user_id, session_id, utcnow(), actor)
 
@@ -252,6 +272,7 @@ class Hippograph:
         self._require_user(user_id)
         found = self._memory(user_id, memory_id)
         ids = [e.id for e in found]
+        self.guard.check("deleting the memory")
         with self.ingestor.lock:
             self.indexer.store.delete(ids)
             with self.graph.batch():
@@ -277,12 +298,14 @@ class Hippograph:
 
     def forget_user(self, user_id: str) -> None:
         self._require_user(user_id)
+        self.guard.check("forgetting the user")
         self.indexer.store.delete_user(user_id)
         self.graph.delete_user(user_id)
 
     def delete_note(self, user_id: str, item_id: str, actor: str = "api") -> None:
         self._require_user(user_id)
         note = self._own_note(user_id, item_id)
+        self.guard.check("deleting the profile item")
         with self.graph.batch():
             self.graph.delete_note(user_id, item_id)
             self.graph.add_audit([audit_event(user_id, actor, "delete", item_id, note.text)])
@@ -297,6 +320,7 @@ class Hippograph:
         if not old.current:
             raise Conflict(f"profile item {item_id!r} was already replaced by {old.superseded_by!r}: "
                            "correct the current item")
+        self.guard.check("correcting the profile item")
         now = utcnow()
         new = Note(id=new_id("note"), user_id=user_id, kind=old.kind, text=text.strip(), slot=old.slot,
                    valid_at=now, source_episode_ids=list(old.source_episode_ids), confidence=1.0)

@@ -19,18 +19,21 @@ from hippograph.auth import (
 from hippograph.errors import Forbidden, NotFound, Unauthorized
 from hippograph.graph.base import GraphStore
 from hippograph.models import utcnow
+from hippograph.storage_guard import StorageGuard
 
 #: the owner key of a user nobody has stored anything for: it matches nothing in either store
 NOBODY = "\x00nobody"
 
 
 class Tenancy:
-    def __init__(self, graph: GraphStore) -> None:
+    def __init__(self, graph: GraphStore, guard: StorageGuard | None = None) -> None:
         self.graph = graph
+        self.guard = guard or StorageGuard()  # keys and owner keys are writes like any other
 
     # --- keys ----------------------------------------------------------------------------------
     def create_key(self, tenant: str, scopes: list[Scope], name: str | None = None) -> tuple[ApiKey, str]:
         record, key = new_key(tenant, scopes, name)
+        self.guard.check("creating the API key")
         self.graph.add_key(record)
         return record, key
 
@@ -51,7 +54,8 @@ class Tenancy:
         return self.graph.list_keys(tenant)
 
     def revoke_key(self, key_id: str, tenant: str | None = None) -> ApiKey:
-        """Revoke now (every replica reads keys from the store, so it takes effect at once)."""
+        """Revoke now (every replica reads keys from the store, so it takes effect at once). Never refused
+        for a low disk: a revocation is a small update that must not wait for space."""
         found = self.graph.revoke_key(key_id, utcnow(), tenant)
         if found is None:
             raise NotFound(f"no API key {key_id!r}")
@@ -95,6 +99,7 @@ class Tenancy:
             if must_exist:
                 raise NotFound(f"unknown user {user_id!r}: nothing has been stored for this user id")
             return NOBODY
+        self.guard.check("storing messages")
         owner = self.graph.owner_of(check_tenant(tenant), user_id, new_owner=new_owner())
         assert owner is not None  # registering always yields the pair's owner
         self.graph.ensure_user(owner, name=user_id)

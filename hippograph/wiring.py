@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hippograph.config import Settings
@@ -10,6 +11,7 @@ from hippograph.extraction.base import Extractor
 from hippograph.graph.base import GraphStore
 from hippograph.llm.usage import UsageMeter
 from hippograph.service import Hippograph
+from hippograph.storage_guard import StorageGuard
 from hippograph.tokens import get_counter
 from hippograph.vectors.base import Embedder, VectorStore
 from hippograph.vectors.indexer import Indexer
@@ -61,6 +63,20 @@ def build_vectors(settings: Settings, dim: int) -> VectorStore:
 
             kwargs = {"url": cfg.url, "api_key": cfg.api_key} if cfg.url else {"path": str(cfg.path)}
             return QdrantVectorStore(kwargs, cfg.collection, dim)
+
+
+def build_guard(settings: Settings) -> StorageGuard:
+    """The free-space check over the stores kept in local files (none for Neo4j or a Qdrant server)."""
+    stores: list[Path] = []
+    mapped: Path | None = None
+    if settings.graph.backend == "embedded":
+        stores.append(settings.data_dir / "graph.sqlite3")
+    if settings.vectors.backend == "edge":
+        mapped = settings.data_dir / "vectors"
+        stores.append(mapped)
+    elif settings.vectors.path is not None and not settings.vectors.url:
+        stores.append(settings.vectors.path)
+    return StorageGuard(stores, settings.min_free_bytes, mapped=mapped)
 
 
 def build_llm(settings: Settings, usage: UsageMeter) -> LLMClient | None:
@@ -124,4 +140,5 @@ def build(settings: Settings) -> Hippograph:
         fallback_extractor=fallback,
         usage=usage,
         resolver=resolver,
+        guard=build_guard(settings),
     )

@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 
@@ -35,12 +35,21 @@ from hippograph.graph.schema import (
     session_of,
 )
 from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id, utcnow
+from hippograph.storage_guard import disk_full
 
 USER_ENTITY_KEY = "<user>"
 
 
 def _marks(n: int) -> str:
     return ",".join("?" * n)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is open. SQLite may have rolled back itself (e.g. on SQLITE_FULL); a failing
+    ROLLBACK must not hide the error that caused it."""
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 class SqliteGraphStore:
@@ -67,7 +76,8 @@ class SqliteGraphStore:
             conn.executescript(SCHEMA)
             migrate(conn, "sessions" not in tables, before_tenants="owners" not in tables)
         except (sqlite3.Error, OSError) as exc:
-            raise BackendUnavailable(f"cannot open the graph database at {self.path}: {exc}") from exc
+            raise disk_full(exc, self.path) or BackendUnavailable(
+                f"cannot open the graph database at {self.path}: {exc}") from exc
         self._conn = conn
 
     def close(self) -> None:
@@ -103,13 +113,13 @@ class SqliteGraphStore:
                 yield conn
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 self._graphs.clear()  # the cache may hold what was rolled back
                 self._ppr.drop()
                 self._history.drop()
-                raise BackendUnavailable(f"graph database write failed: {exc}") from exc
+                raise disk_full(exc, self.path) or BackendUnavailable(f"graph database write failed: {exc}") from exc
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 self._graphs.clear()
                 self._ppr.drop()
                 self._history.drop()
@@ -128,7 +138,7 @@ class SqliteGraphStore:
             try:
                 return self.conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise BackendUnavailable(f"graph database read failed: {exc}") from exc
+                raise disk_full(exc, self.path) or BackendUnavailable(f"graph database read failed: {exc}") from exc
 
     # --- users ---------------------------------------------------------------------------------
     def ensure_user(self, user_id: str, name: str | None = None) -> Entity:

@@ -21,6 +21,7 @@ from hippograph.errors import (
     Conflict,
     Forbidden,
     HippographError,
+    InsufficientStorage,
     InvalidInput,
     NotFound,
     RateLimited,
@@ -35,7 +36,7 @@ from hippograph.service import Hippograph
 log = logging.getLogger("hippograph.server")
 
 STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 422, BackendUnavailable: 503, ConfigurationError: 503,
-          Unauthorized: 401, Forbidden: 403, RateLimited: 429}
+          Unauthorized: 401, Forbidden: 403, RateLimited: 429, InsufficientStorage: 507}
 
 
 def _headers(exc: HippographError) -> dict[str, str]:

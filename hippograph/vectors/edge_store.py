@@ -18,6 +18,11 @@ statistics until the optimizer vacuums it (20% deleted and 1000+ points by defau
 drift a little after deletes there. Deletes empty the lexical vector first, which keeps the
 statistics exact while the points are still in the appendable segment.
 
+Disk space: the shard's files are memory-mapped and created sparse (WAL segments of 32 MiB, the next
+one made ahead; vector chunks of 32 MiB; payload and index pages), so a write into a hole on a full
+disk is a SIGBUS, not an error. The service checks free space before every write
+(`hippograph.storage_guard`); what Qdrant still reports as "no space left" becomes InsufficientStorage.
+
 The payload layout is shared with `qdrant_store` (see `payload.py`).
 """
 
@@ -33,6 +38,7 @@ import qdrant_edge as qe
 
 from hippograph.errors import BackendUnavailable, ConfigurationError
 from hippograph.models import MemoryKind, VectorHit, VectorRecord, point_id
+from hippograph.storage_guard import disk_full
 from hippograph.vectors.base import SIZE_HINT, SparseVec, VectorFilter
 from hippograph.vectors.payload import (
     DENSE,
@@ -151,13 +157,15 @@ class EdgeVectorStore:
                     raise BackendUnavailable(
                         f"vector store {self.path} is in use by another process: {message}"
                     ) from exc
-                raise BackendUnavailable(f"cannot open vector store {self.path}: {_native(exc)}") from exc
+                raise disk_full(exc, self.path) or BackendUnavailable(
+                    f"cannot open vector store {self.path}: {_native(exc)}") from exc
             self._shard = shard
             try:
                 self._ensure_indexes(shard)
             except Exception as exc:
                 self.close()
-                raise BackendUnavailable(f"cannot index payload in {self.path}: {_native(exc)}") from exc
+                raise disk_full(exc, self.path) or BackendUnavailable(
+                    f"cannot index payload in {self.path}: {_native(exc)}") from exc
 
     @staticmethod
     def _ensure_indexes(shard: qe.EdgeShard) -> None:
@@ -179,6 +187,9 @@ class EdgeVectorStore:
                 return
             try:
                 shard.flush()
+            except Exception as exc:  # what it did not flush, its WAL replays at the next open
+                raise disk_full(exc, self.path) or BackendUnavailable(
+                    f"vector store flush at close failed: {_native(exc)}") from exc
             finally:
                 shard.close()
 
@@ -195,7 +206,8 @@ class EdgeVectorStore:
                 if self.flush_writes:
                     shard.flush()
             except Exception as exc:
-                raise BackendUnavailable(f"vector store write failed: {_native(exc)}") from exc
+                raise disk_full(exc, self.path) or BackendUnavailable(
+                    f"vector store write failed: {_native(exc)}") from exc
 
     def _delete_points(self, point_ids: list[Any]) -> int:
         """Delete points, emptying their lexical vectors first: in the appendable segment (where all
@@ -216,7 +228,8 @@ class EdgeVectorStore:
                     if self.flush_writes:
                         shard.flush()
             except Exception as exc:
-                raise BackendUnavailable(f"vector store delete failed: {_native(exc)}") from exc
+                raise disk_full(exc, self.path) or BackendUnavailable(
+                    f"vector store delete failed: {_native(exc)}") from exc
             return len(existing)
 
     def flush(self) -> None:
@@ -232,7 +245,8 @@ class EdgeVectorStore:
                 shard.flush()
                 return bool(shard.optimize())
             except Exception as exc:
-                raise BackendUnavailable(f"vector store maintenance failed: {_native(exc)}") from exc
+                raise disk_full(exc, self.path) or BackendUnavailable(
+                    f"vector store maintenance failed: {_native(exc)}") from exc
 
     # --- VectorStore ---------------------------------------------------------------------------
 
