@@ -16,7 +16,7 @@ from hippograph.auth import (
     new_key,
     new_owner,
 )
-from hippograph.errors import Forbidden, NotFound, Unauthorized
+from hippograph.errors import ConfigurationError, Forbidden, NotFound, Unauthorized
 from hippograph.graph.base import GraphStore
 from hippograph.models import utcnow
 from hippograph.storage_guard import StorageGuard
@@ -40,7 +40,7 @@ class Tenancy:
     def register_key(self, key: str, tenant: str, scopes: list[Scope], name: str) -> ApiKey:
         """A key chosen by the operator (HIPPOGRAPH_AUTH__BOOTSTRAP_KEY): stored as its hash once."""
         if len(key) < 32:
-            raise Unauthorized("HIPPOGRAPH_AUTH__BOOTSTRAP_KEY must be at least 32 characters "
+            raise ConfigurationError("HIPPOGRAPH_AUTH__BOOTSTRAP_KEY must be at least 32 characters "
                                "(e.g. the output of `openssl rand -hex 32`)")
         found = self.graph.key_by_hash(hash_key(key))
         if found is not None:

@@ -44,6 +44,11 @@ def test_server_environment_is_a_valid_production_configuration(monkeypatch) -> 
     assert settings.graph.backend == "neo4j" and settings.graph.uri == "bolt://neo4j:7687"
     assert settings.graph.user == "neo4j" and settings.graph.password == "secret"
     assert settings.vectors.backend == "qdrant" and settings.vectors.url == "http://qdrant:6333"
+    assert settings.vectors.api_key == "secret"  # the same ${QDRANT_API_KEY} as the Qdrant service's
+    assert COMPOSE["services"]["qdrant"]["environment"]["QDRANT__SERVICE__API_KEY"] == env["HIPPOGRAPH_VECTORS__API_KEY"]
+    # the server listens on 0.0.0.0 in its container: without a key it would refuse to start
+    assert settings.auth.bootstrap_key is not None and not settings.auth.disabled
+    assert settings.auth.bootstrap_tenant == "default"
     neo4j_env = COMPOSE["services"]["neo4j"]["environment"]
     assert neo4j_env["NEO4J_AUTH"].startswith("neo4j/${NEO4J_PASSWORD")
 
