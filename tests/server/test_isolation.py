@@ -20,6 +20,7 @@ from hippograph.auth import Scope
 from hippograph.config import GraphSettings, Settings
 from hippograph.server.app import create_app
 from tests.contracts.conftest import neo4j_uri, wipe_neo4j
+from tests.contracts.test_tenancy_contract import drop_keys
 
 TENANTS = ("acme", "globex", "initech")
 USERS = ("alice", "bob", "carol")
@@ -207,5 +208,9 @@ def test_no_identity_reads_or_changes_another(tmp_path, backend: str) -> None:
     if backend == "neo4j":
         wipe_neo4j()
     settings = _settings(tmp_path, backend)
-    with TestClient(create_app(settings)) as client:
-        run_isolation(client, seed=random.SystemRandom().randrange(10**6))
+    try:
+        with TestClient(create_app(settings)) as client:
+            run_isolation(client, seed=random.SystemRandom().randrange(10**6))
+    finally:
+        if backend == "neo4j":
+            drop_keys()

@@ -53,6 +53,10 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
 
         facts = [f["fact"] for f in client.get(f"/v1/users/{user}/profile").json()["facts"]]
         assert any("whole country" in f for f in facts) and not any("Northwest" in f for f in facts)
+        # the user's data lives under its owner key, found from the tenant and user id as the README says
+        owner = cypher(driver, readme_queries()[0], tenant="default", name=user)[0]["user"]
+        assert owner.startswith("u_") and user not in owner
+        name, user = user, owner
 
         assert cypher(driver, "MATCH (n {user_id: $u}) WHERE n.name IS NULL RETURN n", u=user) == []
         assert cypher(driver, "MATCH (:User {user_id: $u})-[:IS]->(e:Entity:Person) RETURN e", u=user)
@@ -68,7 +72,7 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
 
         # the multi-hop plan on Neo4j: entities linked by exact name, PageRank over the mention graph,
         # relation facts in the trace, outdated statements marked
-        ctx = client.post("/v1/context", json={"user_id": user, "query": "What region does Acme Corp's manager run?",
+        ctx = client.post("/v1/context", json={"user_id": name, "query": "What region does Acme Corp's manager run?",
                                                "plan": "multi_hop", "token_budget": 400}).json()
         assert ctx["plan"]["name"] == "multi_hop" and "Acme Corp" in ctx["plan"]["trace"]["linked_entities"]
         assert ctx["plan"]["trace"]["graph_facts"] and ctx["plan"]["trace"]["graph_episodes"] >= 1
@@ -77,14 +81,14 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
         for query in readme_queries():
             if query.startswith(":"):
                 continue
-            rows = cypher(driver, query, user=user)
+            rows = cypher(driver, query, user=user, tenant="default", name=name)
             assert rows, f"README query returned nothing: {query}"
 
         # session memory vanishes on Neo4j too: the session's episodes go, the notes they taught stay
         sessions = cypher(driver, "MATCH (s:Session {user_id: $u}) RETURN s.name AS name ORDER BY name", u=user)
         assert [s["name"] for s in sessions] == ["june", "monday"]
         notes_before = cypher(driver, "MATCH (n:Note {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"]
-        resp = client.delete(f"/v1/users/{user}/sessions/monday?actor=user:alice")
+        resp = client.delete(f"/v1/users/{name}/sessions/monday?actor=user:alice")
         assert resp.status_code == 200 and resp.json()["memories_deleted"] == 2
         assert cypher(driver, "MATCH (e:Episode {user_id: $u, session_id: 'monday'}) RETURN e", u=user) == []
         assert cypher(driver, "MATCH (n:Note {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"] == notes_before
@@ -92,9 +96,9 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
                                  "RETURN a.actor AS actor, a.session_id AS session", u=user)
         assert deleted == [{"actor": "user:alice", "session": "monday"}] * 2
 
-        assert client.delete(f"/v1/users/{user}").status_code == 200
+        assert client.delete(f"/v1/users/{name}").status_code == 200
         left = cypher(driver, "MATCH (n {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"]
         rels = cypher(driver, "MATCH ()-[r {user_id: $u}]->() RETURN count(r) AS n", u=user)[0]["n"]
         assert left == 0 and rels == 0
         assert client.app.state.service.indexer.store.count(user) == 0
-        assert client.get(f"/v1/users/{user}/profile").status_code == 404
+        assert client.get(f"/v1/users/{name}/profile").status_code == 404
