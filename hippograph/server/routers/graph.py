@@ -3,6 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from hippograph.graph.base import Subgraph
+from hippograph.inputs import Id
 from hippograph.server.deps import Service
 from hippograph.server.schemas import EntityOut, NeighborsOut, RelationOut
 
@@ -10,13 +11,13 @@ router = APIRouter(prefix="/v1/graph", tags=["graph"])
 
 
 @router.get("/entities", response_model=list[EntityOut])
-def entities(service: Service, user_id: str = Query(min_length=1, max_length=256),
+def entities(service: Service, user_id: Id = Query(min_length=1, max_length=256),
              q: str | None = Query(None, max_length=500), limit: int = Query(50, ge=1, le=500)) -> list[EntityOut]:
     return [EntityOut(**e.model_dump()) for e in service.entities(user_id, q, limit)]
 
 
 @router.get("/entities/{entity_id}/neighbors", response_model=NeighborsOut)
-def neighbors(entity_id: str, service: Service, depth: int = Query(1, ge=1, le=4)) -> NeighborsOut:
+def neighbors(entity_id: Id, service: Service, depth: int = Query(1, ge=1, le=4)) -> NeighborsOut:
     return _out(entity_id, depth, service.neighbors(entity_id, depth))
 
 

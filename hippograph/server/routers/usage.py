@@ -3,13 +3,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
+from hippograph.inputs import Id
 from hippograph.server.deps import Service
 
 router = APIRouter(tags=["usage"])
 
 
 @router.get("/v1/usage")
-def usage(service: Service, user_id: str | None = Query(None, min_length=1, max_length=256)) -> dict:
+def usage(service: Service, user_id: Id | None = Query(None, min_length=1, max_length=256)) -> dict:
     """Model calls and tokens (LLM and hosted embeddings) per user and operation since the server
     started: `extract`, `summarize`, `resolve`, `embed`. Calls not made for one user count under "-"."""
     rows = service.usage.rows(user_id)

@@ -4,6 +4,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Path, Query
 
+from hippograph.inputs import Id
 from hippograph.server.deps import Service
 from hippograph.server.schemas import CorrectionRequest
 
@@ -13,21 +14,21 @@ ActorQuery = Query("api", min_length=1, max_length=256, description="Who deletes
 
 
 @router.get("/{user_id}/profile")
-def profile(service: Service, user_id: str = UserId, history: bool = False) -> dict:
+def profile(service: Service, user_id: Id = UserId, history: bool = False) -> dict:
     """How Hippograph remembers the user: current facts, preferences and decisions
     (`?history=true` adds superseded items with their validity intervals)."""
     return service.profile(user_id, include_history=history)
 
 
 @router.get("/{user_id}/profile/history")
-def profile_history(service: Service, user_id: str = UserId) -> dict:
+def profile_history(service: Service, user_id: Id = UserId) -> dict:
     """Every profile item, current or replaced, with its validity interval (`valid_at`, `invalid_at`)
     and what replaced it; replaced items are never shown as current."""
     return service.profile(user_id, include_history=True)
 
 
 @router.patch("/{user_id}/profile/{item_id}")
-def correct_profile_item(service: Service, body: CorrectionRequest, item_id: str, user_id: str = UserId) -> dict:
+def correct_profile_item(service: Service, body: CorrectionRequest, item_id: Id, user_id: Id = UserId) -> dict:
     """Correct a current profile item: a new item with the text replaces it, and the old one stays
     in the history as superseded. Returns the new item."""
     new = service.correct_note(user_id, item_id, body.text, actor=body.actor)
@@ -36,14 +37,14 @@ def correct_profile_item(service: Service, body: CorrectionRequest, item_id: str
 
 
 @router.delete("/{user_id}/profile/{item_id}")
-def delete_profile_item(service: Service, item_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
+def delete_profile_item(service: Service, item_id: Id, user_id: Id = UserId, actor: str = ActorQuery) -> dict:
     service.delete_note(user_id, item_id, actor=actor)
     return {"deleted": item_id}
 
 
 @router.get("/{user_id}/audit")
 def audit_log(
-    service: Service, user_id: str = UserId, item_id: str | None = Query(None, max_length=256),
+    service: Service, user_id: Id = UserId, item_id: Id | None = Query(None, max_length=256),
     limit: int = Query(1000, ge=1, le=10_000),
     kind: Literal["note", "memory"] | None = Query(None, description="Only profile items, or only memories."),
 ) -> dict:
@@ -55,34 +56,34 @@ def audit_log(
 
 
 @router.get("/{user_id}/memories/{memory_id}")
-def get_memory(service: Service, memory_id: str, user_id: str = UserId) -> dict:
+def get_memory(service: Service, memory_id: Id, user_id: Id = UserId) -> dict:
     """A stored message or document (a document comes in parts): its content, whether it is extracted
     and searchable yet (`status`: processed or pending) and which extractor processed it."""
     return service.get_memory(user_id, memory_id)
 
 
 @router.delete("/{user_id}/memories/{memory_id}")
-def delete_memory(service: Service, memory_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
+def delete_memory(service: Service, memory_id: Id, user_id: Id = UserId, actor: str = ActorQuery) -> dict:
     """Delete one message or document (the client's id, or ours) from every store. Profile items
     extracted from it stay; delete them through the profile."""
     return {"deleted": service.delete_memory(user_id, memory_id, actor=actor)}
 
 
 @router.get("/{user_id}/sessions")
-def sessions(service: Service, user_id: str = UserId) -> dict:
+def sessions(service: Service, user_id: Id = UserId) -> dict:
     """The user's live sessions, most recent first, with when each expires unless used again."""
     return {"user_id": user_id, "sessions": service.list_sessions(user_id)}
 
 
 @router.delete("/{user_id}/sessions/{session_id}")
-def end_session(service: Service, session_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
+def end_session(service: Service, session_id: Id, user_id: Id = UserId, actor: str = ActorQuery) -> dict:
     """Forget a session now, as its TTL would: its messages, summaries and tool results go; the
     profile items extracted from it stay."""
     return {"deleted": session_id, "memories_deleted": service.end_session(user_id, session_id, actor=actor)}
 
 
 @router.delete("/{user_id}")
-def forget_user(service: Service, user_id: str = UserId) -> dict:
+def forget_user(service: Service, user_id: Id = UserId) -> dict:
     """Forget the user everywhere: episodes, notes, entities, relations and vectors."""
     service.forget_user(user_id)
     return {"deleted": user_id}
