@@ -22,29 +22,39 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    WithJsonSchema,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 ID_MAX_LENGTH = 256
 # characters an id may not contain: whitespace, C0/C1 controls and DEL, zero-width and direction
-# marks, line/paragraph separators, word joiners, the byte-order mark, lone surrogates, and the five
-# characters that end or escape a URL path segment
-_ID_FORBIDDEN = r"\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff\ud800-\udfff/\\?#%"
+# marks, line/paragraph separators, word joiners, the byte-order mark, and the five characters that
+# end or escape a URL path segment. (Lone surrogates are not text at all: JSON parsing refuses them in
+# strings, and `check_id` does for ids given in Python; they stay out of the pattern, which some JSON
+# Schema validators could not compile with them.)
+_ID_FORBIDDEN = r"\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff/\\?#%"
 ID_PATTERN = rf"^[^{_ID_FORBIDDEN}]+$"
 ID_RULE = (f"1 to {ID_MAX_LENGTH} characters without whitespace, control characters, '/', '\\', '?', '#' "
            "or '%', and not '.' or '..'")
+ID_EXAMPLE = "alice@example.com"
 _ID = re.compile(ID_PATTERN)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
-TIMESTAMP_MIN = datetime(1900, 1, 1, tzinfo=UTC)
-TIMESTAMP_MAX = datetime(2200, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+TIMESTAMP_MIN_YEAR, TIMESTAMP_MAX_YEAR = 1900, 2200  # the year as written, in the timestamp's own zone
 TIMESTAMP_RULE = ("an ISO 8601 date-time string such as 2024-05-01T09:30:00Z, between 1900-01-01 and 2200-12-31 "
                   "(no zone means UTC)")
 _DIGITS = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*$")
 
 
 def check_id(value: str) -> str:
-    if not 1 <= len(value) <= ID_MAX_LENGTH or not _ID.match(value) or value in (".", ".."):
+    if (not 1 <= len(value) <= ID_MAX_LENGTH or not _ID.match(value) or value in (".", "..")
+            or _SURROGATE.search(value)):
         raise ValueError(f"not a valid id: ids are {ID_RULE}")
     return value
 
@@ -63,7 +73,7 @@ class Id(str):
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         return {"type": "string", "minLength": 1, "maxLength": ID_MAX_LENGTH, "pattern": ID_PATTERN,
-                "not": {"enum": [".", ".."]}, "description": f"An id: {ID_RULE}."}
+                "not": {"enum": [".", ".."]}, "description": f"An id: {ID_RULE}.", "examples": [ID_EXAMPLE]}
 
 
 def _iso_only(value: Any) -> Any:
@@ -75,16 +85,15 @@ def _iso_only(value: Any) -> Any:
 
 def _in_range(value: datetime) -> datetime:
     value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
-    if not TIMESTAMP_MIN <= value <= TIMESTAMP_MAX:
+    if not TIMESTAMP_MIN_YEAR <= value.year <= TIMESTAMP_MAX_YEAR:
         raise ValueError(f"timestamp {value.isoformat()} is out of range; send {TIMESTAMP_RULE}")
     return value
 
 
-ClientTimestamp = Annotated[datetime, BeforeValidator(_iso_only), AfterValidator(_in_range)]
+ClientTimestamp = Annotated[datetime, BeforeValidator(_iso_only), AfterValidator(_in_range), WithJsonSchema({
+    "type": "string", "format": "date-time", "pattern": r"^(19\d\d|2[01]\d\d|2200)-",
+    "description": f"{TIMESTAMP_RULE[0].upper()}{TIMESTAMP_RULE[1:]}.", "examples": ["2024-05-01T09:30:00Z"]})]
 """When a message was said or a document written, as a client sends it (see the module docstring)."""
-
-
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _check_json(value: Any, path: str = "") -> None:

@@ -94,8 +94,11 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": _http_name(exc.status_code), "detail": _http_detail(request, exc)},
-                            status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method the path has, not only those of the first route matched
+            headers["Allow"] = ", ".join(openapi.allowed_methods(app, request.url.path)) or headers.get("Allow", "")
+        return JSONResponse({"error": _http_name(exc.status_code), "detail": _http_detail(request, headers, exc)},
+                            status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -134,14 +137,15 @@ def _http_name(code: int) -> str:
     return {400: "BadRequest"}.get(code) or "".join(w.capitalize() for w in HTTPStatus(code).phrase.split())
 
 
-def _http_detail(request: Request, exc: StarletteHTTPException) -> str:
+def _http_detail(request: Request, headers: dict[str, str], exc: StarletteHTTPException) -> str:
     path = request.url.path if len(request.url.path) <= 200 else request.url.path[:200] + "…"
     if exc.status_code == 404 and exc.detail == HTTPStatus.NOT_FOUND.phrase:
         return f"no route {request.method} {path}; the API is described at /docs and /openapi.json"
     if exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+        allowed = headers.get("Allow", "")
         return f"{request.method} is not allowed on {path}" + (f"; allowed: {allowed}" if allowed else "")
     return str(exc.detail)
+
 
 
 def _safe_errors(exc: RequestValidationError) -> list[dict]:

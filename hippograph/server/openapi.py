@@ -9,13 +9,14 @@ so a new route cannot ship undocumented errors.
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.routing import compile_path
 
 
 class FieldError(BaseModel):
@@ -87,8 +88,7 @@ def _components() -> dict[str, Any]:
 def document(app: FastAPI) -> dict[str, Any]:
     """The app's OpenAPI document with the error answers of `ERRORS`."""
     spec = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-    operations = {(m, r.path) for r in app.routes if isinstance(r, APIRoute) and r.include_in_schema
-                  for m in r.methods or ()}
+    operations = {(m.upper(), p) for p, item in spec.get("paths", {}).items() for m in item}
     missing = sorted(operations - ERRORS.keys())
     if missing:
         raise RuntimeError(f"hippograph.server.openapi.ERRORS has no entry for {missing}: add their error codes")
@@ -117,3 +117,12 @@ def install(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods the document lists for the concrete `path` (for the Allow header of a 405)."""
+    if not hasattr(app.state, "openapi_paths"):
+        app.state.openapi_paths = [(compile_path(template)[0], sorted(m.upper() for m in item))
+                                   for template, item in app.openapi().get("paths", {}).items()]
+    paths: list[tuple[re.Pattern[str], list[str]]] = app.state.openapi_paths
+    return sorted({m for regex, methods in paths if regex.match(path) for m in methods})

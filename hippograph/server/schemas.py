@@ -24,6 +24,10 @@ class DocumentBody(DocumentIn, Strict):
 
 
 class MemoriesRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["messages"], "properties": {"messages": {"minItems": 1}}},
+        {"required": ["documents"], "properties": {"documents": {"minItems": 1}}}]})
+
     user_id: Id
     session_id: Id | None = None
     agent_id: Id | None = None
