@@ -1,15 +1,15 @@
 """What the boundary accepts: the one id grammar, client timestamps and metadata objects.
 
 Every model and route parameter that takes one of these uses the types below, so the rule lives here
-and nowhere else (the README's "Ids, timestamps and metadata" says the same in prose).
+and nowhere else (the README's "Ids, timestamps and errors" says the same in prose).
 
 - **Ids** (user, session, message, document, agent, and the ids of our own items in paths): 1 to 256
   characters, none of them whitespace, a control or invisible formatting character, `/`, `\\`, `?`,
   `#` or `%`, and not `.` or `..`. Every such id is one URL path segment as it is, so every route
   `/v1/users/{id}/...` can address what was stored under it. Emails, UUIDs, `conv-26`, `session_1`,
   `D1:3` and `tenant|user` all fit.
-- **Timestamps**: an ISO 8601 / RFC 3339 string between 1900-01-01 and 2200-12-31 (a missing zone
-  is UTC). Numbers and digit-only strings are refused, not guessed at (pydantic would read
+- **Timestamps**: an ISO 8601 / RFC 3339 string of a year from 1900 to 2200, as written in its own
+  zone (a missing zone is UTC): safe to compute with, whatever TTL is added to it. Numbers and digit-only strings are refused, not guessed at (pydantic would read
   253402300800 as milliseconds, 1978).
 - **Metadata**: a JSON object whose numbers are finite and whose text is valid Unicode (NaN,
   Infinity and lone surrogates are not JSON one can send back, though Python's parser lets them in).
@@ -48,7 +48,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 TIMESTAMP_MIN_YEAR, TIMESTAMP_MAX_YEAR = 1900, 2200  # the year as written, in the timestamp's own zone
 TIMESTAMP_RULE = ("an ISO 8601 date-time string such as 2024-05-01T09:30:00Z, between 1900-01-01 and 2200-12-31 "
-                  "(no zone means UTC)")
+                  "in its own zone (no zone means UTC)")
 _DIGITS = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*$")
 
 
@@ -77,8 +77,7 @@ class Id(str):
 
 
 def _iso_only(value: Any) -> Any:
-    if isinstance(value, bool | int | float) or (isinstance(value, str | bytes) and _DIGITS.match(
-            value.decode(errors="replace") if isinstance(value, bytes) else value)):
+    if isinstance(value, bool | int | float) or (isinstance(value, str) and _DIGITS.match(value)):
         raise ValueError(f"numbers are not accepted as timestamps; send {TIMESTAMP_RULE}")
     return value
 

@@ -134,7 +134,10 @@ def _json_message(exc: RequestValidationError) -> str:
 
 def _http_name(code: int) -> str:
     """404 -> NotFound, 405 -> MethodNotAllowed: the status phrase as one word."""
-    return {400: "BadRequest"}.get(code) or "".join(w.capitalize() for w in HTTPStatus(code).phrase.split())
+    try:
+        return "".join(w.capitalize() for w in HTTPStatus(code).phrase.split())
+    except ValueError:
+        return "HTTPError"
 
 
 def _http_detail(request: Request, headers: dict[str, str], exc: StarletteHTTPException) -> str:
@@ -145,7 +148,6 @@ def _http_detail(request: Request, headers: dict[str, str], exc: StarletteHTTPEx
         allowed = headers.get("Allow", "")
         return f"{request.method} is not allowed on {path}" + (f"; allowed: {allowed}" if allowed else "")
     return str(exc.detail)
-
 
 
 def _safe_errors(exc: RequestValidationError) -> list[dict]:
