@@ -15,7 +15,7 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -25,6 +25,7 @@ from hippograph.errors import Conflict, HippographError
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
 from hippograph.graph.base import GraphStore
+from hippograph.inputs import plus_seconds
 from hippograph.llm.usage import acting_for
 from hippograph.models import (
     AuditEvent,
@@ -48,6 +49,8 @@ from hippograph.vectors.indexer import Indexer
 log = logging.getLogger("hippograph.ingest")
 
 DOCUMENT_CHUNK_CHARS = 1200
+PROCESS_BATCH = 1000  # episodes extracted and stored in one step (the store lock is let go in between)
+BACKLOG = 1000  # earlier unfinished episodes of the user a write also finishes; the sweep does the rest
 
 
 class NoteChange(BaseModel):
@@ -69,8 +72,9 @@ class IngestResult(BaseModel):
     extractor: str | None = Field(None, description="What extracted this write: spacy, llm:<model>, or "
                                                     "spacy:fallback when the LLM failed.")
     pending: list[str] = Field(
-        default_factory=list, description="Stored and acknowledged, but not yet extracted or searchable: the "
-                                          "LLM failed and the extraction is retried later.")
+        default_factory=list, description="Stored and acknowledged, but not yet extracted or searchable (the "
+                                          "extractor failed, or another request is processing them): the "
+                                          "server's sweep finishes them.")
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -170,7 +174,7 @@ class Ingestor:
         ttl = self.world.tool_ttl.get(tool, self.world.tool_ttl_seconds)
         args = (m.metadata or {}).get("arguments", (m.metadata or {}).get("args"))
         return {"tool": tool, "arguments": normalise_arguments(args),
-                "expires_at": (at + timedelta(seconds=ttl)).isoformat()}
+                "expires_at": plus_seconds(at, ttl).isoformat()}
 
     def ingest(
         self, user_id: str, session_id: str | None, agent_id: str | None,
@@ -204,14 +208,31 @@ class Ingestor:
                 stored=list(dict.fromkeys(e.client_id or e.id for e in added)),
                 duplicates=list(dict.fromkeys(e.client_id or e.id for e in episodes if e.id not in added_ids)),
             )
-            # what an earlier request stored but could not finish (a store failed mid-way) goes too
-            todo = self._claim(self.graph.pending_episodes(user_id=user_id) if added or result.duplicates else [])
+            # the whole write is processed now, with what earlier requests stored but could not finish
+            # (a store failed mid-way) up to BACKLOG of them, oldest first; the sweep does the rest
+            todo = self._claim(self.graph.pending_episodes(BACKLOG + len(episodes), user_id=user_id)
+                               if added or result.duplicates else [])
+        done: set[str] = set()
         try:
-            if todo:
-                self._process(todo, result)
+            for start in range(0, len(todo), PROCESS_BATCH):
+                batch, failed = todo[start:start + PROCESS_BATCH], len(result.pending)
+                self._process(batch, result)
+                if len(result.pending) > failed:  # the extractor is failing: the rest waits for the sweep too
+                    break
+                done.update(e.id for e in batch)
         finally:
             self._release(todo)
+        self._report_pending(user_id, [e for e in episodes if e.id not in done], result)
         return result
+
+    def _report_pending(self, user_id: str, unsure: list[Episode], result: IngestResult) -> None:
+        """Add to `result.pending` every episode of the write that is still not processed: the
+        acknowledgement says what is not searchable yet, whatever the reason."""
+        if not unsure:
+            return
+        left = {e.id for e in self.graph.get_episodes(user_id, list(dict.fromkeys(e.id for e in unsure)))
+                if not e.processed}
+        result.pending = list(dict.fromkeys(result.pending + [e.client_id or e.id for e in unsure if e.id in left]))
 
     def _claim(self, episodes: list[Episode]) -> list[Episode]:
         """The episodes no other thread is processing, now claimed by this one (call under self.lock)."""

@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
+
+from hippograph.inputs import ClientTimestamp, Id, Metadata
 
 
 def utcnow() -> datetime:
@@ -176,29 +178,20 @@ class VectorHit(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-def _aware(ts: datetime | None) -> datetime | None:
-    """Timestamps without a zone are taken as UTC."""
-    return ts.replace(tzinfo=UTC) if ts is not None and ts.tzinfo is None else ts
-
-
 class MessageIn(BaseModel):
     """A message as a client sends it; `id` is the client's idempotency key."""
 
-    id: str | None = Field(None, min_length=1, max_length=256)
+    id: Id | None = None
     role: Role
     content: str = Field(min_length=1)
     name: str | None = Field(None, max_length=256)
-    timestamp: datetime | None = None
-    metadata: dict[str, Any] | None = Field(
+    timestamp: ClientTimestamp | None = None
+    metadata: Metadata | None = Field(
         None, description="Per message; for a tool result, the call's `arguments` (an object).")
-
-    _zone = field_validator("timestamp")(_aware)
 
 
 class DocumentIn(BaseModel):
-    id: str = Field(min_length=1, max_length=256)
+    id: Id
     title: str | None = Field(None, max_length=1000)
     text: str = Field(min_length=1)
-    timestamp: datetime | None = None
-
-    _zone = field_validator("timestamp")(_aware)
+    timestamp: ClientTimestamp | None = None

@@ -7,11 +7,13 @@ import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hippograph.auth import ALL_SCOPES
 from hippograph.config import Settings
@@ -27,6 +29,7 @@ from hippograph.errors import (
     RateLimited,
     Unauthorized,
 )
+from hippograph.server import openapi
 from hippograph.server.deps import auth_mode, is_loopback
 from hippograph.server.limits import BodySizeLimit
 from hippograph.server.ratelimit import RateLimiter
@@ -118,10 +121,20 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        if any(e.get("type") == "json_invalid" for e in exc.errors()):
+            return JSONResponse({"error": "InvalidJSON", "detail": _json_message(exc)}, status_code=400)
         return JSONResponse(
             {"error": "InvalidInput", "detail": _validation_message(exc), "errors": _safe_errors(exc)},
             status_code=422,
         )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method the path has, not only those of the first route matched
+            headers["Allow"] = ", ".join(openapi.allowed_methods(app, request.url.path)) or headers.get("Allow", "")
+        return JSONResponse({"error": _http_name(exc.status_code), "detail": _http_detail(request, headers, exc)},
+                            status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -132,6 +145,7 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
     for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router,
                    keys.router):
         app.include_router(router)
+    openapi.install(app)
     return app
 
 
@@ -145,6 +159,32 @@ async def _sweep(service: Hippograph, every: float) -> None:
                 await run_in_threadpool(job)
             except HippographError as exc:  # a store or model down: the next sweep tries again
                 log.warning("%s failed: %s", job.__name__, exc)
+
+
+def _json_message(exc: RequestValidationError) -> str:
+    err = next(e for e in exc.errors() if e.get("type") == "json_invalid")
+    loc = err.get("loc", ())
+    where = f" at character {loc[-1]}" if len(loc) > 1 and isinstance(loc[-1], int) else ""
+    reason = (err.get("ctx") or {}).get("error") or err.get("msg", "")
+    return f"the request body is not valid JSON{where}: {reason}"
+
+
+def _http_name(code: int) -> str:
+    """404 -> NotFound, 405 -> MethodNotAllowed: the status phrase as one word."""
+    try:
+        return "".join(w.capitalize() for w in HTTPStatus(code).phrase.split())
+    except ValueError:
+        return "HTTPError"
+
+
+def _http_detail(request: Request, headers: dict[str, str], exc: StarletteHTTPException) -> str:
+    path = request.url.path if len(request.url.path) <= 200 else request.url.path[:200] + "…"
+    if exc.status_code == 404 and exc.detail == HTTPStatus.NOT_FOUND.phrase:
+        return f"no route {request.method} {path}; the API is described at /docs and /openapi.json"
+    if exc.status_code == 405:
+        allowed = headers.get("Allow", "")
+        return f"{request.method} is not allowed on {path}" + (f"; allowed: {allowed}" if allowed else "")
+    return str(exc.detail)
 
 
 def _safe_errors(exc: RequestValidationError) -> list[dict]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hippograph.inputs import Id, Metadata
 from hippograph.models import DocumentIn, MessageIn
 from hippograph.planner.handoff import HandoffPacket
-
-Id = Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")
 
 
 class Strict(BaseModel):
@@ -25,12 +24,16 @@ class DocumentBody(DocumentIn, Strict):
 
 
 class MemoriesRequest(Strict):
-    user_id: str = Id
-    session_id: str | None = Field(None, min_length=1, max_length=256)
-    agent_id: str | None = Field(None, min_length=1, max_length=256)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["messages"], "properties": {"messages": {"minItems": 1}}},
+        {"required": ["documents"], "properties": {"documents": {"minItems": 1}}}]})
+
+    user_id: Id
+    session_id: Id | None = None
+    agent_id: Id | None = None
     messages: list[MessageBody] = Field(default_factory=list, max_length=2000)
     documents: list[DocumentBody] = Field(default_factory=list, max_length=200)
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
     @model_validator(mode="after")
     def _something_to_store(self) -> MemoriesRequest:
@@ -40,8 +43,8 @@ class MemoriesRequest(Strict):
 
 
 class ContextRequest(Strict):
-    user_id: str = Id
-    session_id: str | None = Field(None, min_length=1, max_length=256)
+    user_id: Id
+    session_id: Id | None = None
     query: str = Field(min_length=1, max_length=20_000)
     token_budget: int | None = Field(None, ge=64, le=200_000)
     plan: Literal["single_hop", "multi_hop", "temporal", "profile"] | None = Field(
@@ -65,10 +68,10 @@ class CorrectionRequest(Strict):
 
 
 class HandoffRequest(Strict):
-    user_id: str = Id
-    session_id: str = Id
+    user_id: Id
+    session_id: Id
     task: str = Field(min_length=1, max_length=2000, description="What the receiving agent is to do.")
-    to_agent: str | None = Field(None, min_length=1, max_length=256)
+    to_agent: Id | None = None
 
     @model_validator(mode="after")
     def _task_not_blank(self) -> HandoffRequest:
@@ -88,7 +91,7 @@ class HandoffOut(HandoffPacket):
 
 
 class SearchRequest(Strict):
-    user_id: str = Id
+    user_id: Id
     query: str = Field(min_length=1, max_length=20_000)
     limit: int = Field(10, ge=1, le=100)
 

@@ -33,7 +33,8 @@ def test_bad_memories_requests(client: TestClient, body: dict, status: int, need
 
 def test_not_json(client: TestClient) -> None:
     resp = client.post("/v1/memories", content=b"{not json", headers={"content-type": "application/json"})
-    assert resp.status_code == 422 and "JSON" in resp.json()["detail"]
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"] == "InvalidJSON" and "not valid JSON" in resp.json()["detail"]
 
 
 def test_twenty_megabyte_message_is_refused_and_nothing_is_lost(client: TestClient) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from hippograph.graph.base import Subgraph
+from hippograph.inputs import Id
 from hippograph.server.deps import Reader, Service
 from hippograph.server.schemas import EntityOut, NeighborsOut, RelationOut
 
@@ -10,14 +11,14 @@ router = APIRouter(prefix="/v1/graph", tags=["graph"])
 
 
 @router.get("/entities", response_model=list[EntityOut])
-def entities(service: Service, who: Reader, user_id: str = Query(min_length=1, max_length=256),
+def entities(service: Service, who: Reader, user_id: Id = Query(min_length=1, max_length=256),
              q: str | None = Query(None, max_length=500), limit: int = Query(50, ge=1, le=500)) -> list[EntityOut]:
     owner = service.tenancy.owner(who.tenant, user_id)
     return [EntityOut(**e.model_dump()) for e in service.entities(owner, q, limit)]
 
 
 @router.get("/entities/{entity_id}/neighbors", response_model=NeighborsOut)
-def neighbors(entity_id: str, service: Service, who: Reader, user_id: str = Query(min_length=1, max_length=256),
+def neighbors(entity_id: Id, service: Service, who: Reader, user_id: Id = Query(min_length=1, max_length=256),
               depth: int = Query(1, ge=1, le=4)) -> NeighborsOut:
     """The user's entities within `depth` hops of one of their entities, and the relations among them."""
     owner = service.tenancy.owner(who.tenant, user_id)

@@ -4,6 +4,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
 from hippograph.auth import Principal
+from hippograph.inputs import Id
 from hippograph.llm.usage import UsageMeter, UsageRow
 from hippograph.server.deps import Admin, Service
 from hippograph.service import Hippograph
@@ -23,7 +24,7 @@ def _tenant_rows(service: Hippograph, who: Principal, user_id: str | None = None
 
 
 @router.get("/v1/usage")
-def usage(service: Service, who: Admin, user_id: str | None = Query(None, min_length=1, max_length=256)) -> dict:
+def usage(service: Service, who: Admin, user_id: Id | None = Query(None, min_length=1, max_length=256)) -> dict:
     """Model calls and tokens (LLM and hosted embeddings) per user of the key's tenant and operation
     since the server started: `extract`, `summarize`, `resolve`, `embed`."""
     rows: list[UsageRow] = _tenant_rows(service, who, user_id).rows()

@@ -4,6 +4,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Path, Query
 
+from hippograph.inputs import Id
 from hippograph.server.deps import Admin, Reader, Service, Writer
 from hippograph.server.schemas import CorrectionRequest
 
@@ -13,7 +14,7 @@ ActorQuery = Query("api", min_length=1, max_length=256, description="Who deletes
 
 
 @router.get("/{user_id}/profile")
-def profile(service: Service, who: Reader, user_id: str = UserId, history: bool = False) -> dict:
+def profile(service: Service, who: Reader, user_id: Id = UserId, history: bool = False) -> dict:
     """How Hippograph remembers the user: current facts, preferences and decisions
     (`?history=true` adds superseded items with their validity intervals)."""
     owner = service.tenancy.owner(who.tenant, user_id)
@@ -21,7 +22,7 @@ def profile(service: Service, who: Reader, user_id: str = UserId, history: bool 
 
 
 @router.get("/{user_id}/profile/history")
-def profile_history(service: Service, who: Reader, user_id: str = UserId) -> dict:
+def profile_history(service: Service, who: Reader, user_id: Id = UserId) -> dict:
     """Every profile item, current or replaced, with its validity interval (`valid_at`, `invalid_at`)
     and what replaced it; replaced items are never shown as current."""
     owner = service.tenancy.owner(who.tenant, user_id)
@@ -29,8 +30,8 @@ def profile_history(service: Service, who: Reader, user_id: str = UserId) -> dic
 
 
 @router.patch("/{user_id}/profile/{item_id}")
-def correct_profile_item(service: Service, who: Writer, body: CorrectionRequest, item_id: str,
-                         user_id: str = UserId) -> dict:
+def correct_profile_item(service: Service, who: Writer, body: CorrectionRequest, item_id: Id,
+                         user_id: Id = UserId) -> dict:
     """Correct a current profile item: a new item with the text replaces it, and the old one stays
     in the history as superseded. Returns the new item."""
     owner = service.tenancy.owner(who.tenant, user_id)
@@ -40,7 +41,7 @@ def correct_profile_item(service: Service, who: Writer, body: CorrectionRequest,
 
 
 @router.delete("/{user_id}/profile/{item_id}")
-def delete_profile_item(service: Service, who: Writer, item_id: str, user_id: str = UserId,
+def delete_profile_item(service: Service, who: Writer, item_id: Id, user_id: Id = UserId,
                         actor: str = ActorQuery) -> dict:
     owner = service.tenancy.owner(who.tenant, user_id)
     service.delete_note(owner, item_id, actor=who.actor(actor))
@@ -49,7 +50,7 @@ def delete_profile_item(service: Service, who: Writer, item_id: str, user_id: st
 
 @router.get("/{user_id}/audit")
 def audit_log(
-    service: Service, who: Reader, user_id: str = UserId, item_id: str | None = Query(None, max_length=256),
+    service: Service, who: Reader, user_id: Id = UserId, item_id: Id | None = Query(None, max_length=256),
     limit: int = Query(1000, ge=1, le=10_000),
     kind: Literal["note", "memory"] | None = Query(None, description="Only profile items, or only memories."),
 ) -> dict:
@@ -62,7 +63,7 @@ def audit_log(
 
 
 @router.get("/{user_id}/memories/{memory_id}")
-def get_memory(service: Service, who: Reader, memory_id: str, user_id: str = UserId) -> dict:
+def get_memory(service: Service, who: Reader, memory_id: Id, user_id: Id = UserId) -> dict:
     """A stored message or document (a document comes in parts): its content, whether it is extracted
     and searchable yet (`status`: processed or pending) and which extractor processed it."""
     owner = service.tenancy.owner(who.tenant, user_id)
@@ -70,7 +71,7 @@ def get_memory(service: Service, who: Reader, memory_id: str, user_id: str = Use
 
 
 @router.delete("/{user_id}/memories/{memory_id}")
-def delete_memory(service: Service, who: Writer, memory_id: str, user_id: str = UserId,
+def delete_memory(service: Service, who: Writer, memory_id: Id, user_id: Id = UserId,
                   actor: str = ActorQuery) -> dict:
     """Delete one message or document (the client's id, or ours) from every store. Profile items
     extracted from it stay; delete them through the profile."""
@@ -79,14 +80,14 @@ def delete_memory(service: Service, who: Writer, memory_id: str, user_id: str = 
 
 
 @router.get("/{user_id}/sessions")
-def sessions(service: Service, who: Reader, user_id: str = UserId) -> dict:
+def sessions(service: Service, who: Reader, user_id: Id = UserId) -> dict:
     """The user's live sessions, most recent first, with when each expires unless used again."""
     owner = service.tenancy.owner(who.tenant, user_id)
     return {"user_id": user_id, "sessions": service.list_sessions(owner)}
 
 
 @router.delete("/{user_id}/sessions/{session_id}")
-def end_session(service: Service, who: Writer, session_id: str, user_id: str = UserId,
+def end_session(service: Service, who: Writer, session_id: Id, user_id: Id = UserId,
                 actor: str = ActorQuery) -> dict:
     """Forget a session now, as its TTL would: its messages, summaries and tool results go; the
     profile items extracted from it stay."""
@@ -96,7 +97,7 @@ def end_session(service: Service, who: Writer, session_id: str, user_id: str = U
 
 
 @router.delete("/{user_id}")
-def forget_user(service: Service, who: Admin, user_id: str = UserId) -> dict:
+def forget_user(service: Service, who: Admin, user_id: Id = UserId) -> dict:
     """Forget the user everywhere: episodes, notes, entities, relations and vectors."""
     service.forget_user(service.tenancy.owner(who.tenant, user_id))
     return {"deleted": user_id}
