@@ -104,6 +104,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_optimize(args: argparse.Namespace) -> int:
     service = _open(args)
     try:
+        service.compact(force=True)  # what was deleted leaves the files first
         changed = service.indexer.store.maintain()
     finally:
         service.close()

@@ -9,14 +9,17 @@ is never extracted (exact facts come from the messages themselves) and never ind
 
 Expiry: a session idle for `ttl_seconds` of server time (client timestamps may be anything) is deleted
 from both stores with its messages, summaries and tool observations. Notes and relations extracted
-from it stay. Each deleted memory is recorded in the audit log, without its text.
+from it stay (that is tier 2), and keep citing the client's ids of the messages they came from: the
+store keeps episode id -> client id, and nothing else, for each expired message they cite. Each
+deleted memory is recorded in the audit log, without its text. (Deleting a session through the API is
+another thing: it forgets what was derived from it too, see `hippograph.forgetting`.)
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 
 from hippograph.config import SessionSettings
@@ -47,15 +50,38 @@ def summary_lines(summary: Episode | None) -> list[SummaryLine]:
     return [SummaryLine.model_validate(x) for x in summary.metadata.get("lines", [])] if summary else []
 
 
+def drop_summary_lines(graph: GraphStore, user_id: str, session_ids: Collection[str], gone: Collection[str]) -> int:
+    """Rewrite the summaries of these sessions without the lines quoting deleted episodes (inside the
+    caller's batch). Returns how many summaries changed."""
+    changed = 0
+    for session_id in session_ids:
+        for summary in [e for e in graph.session_episodes(user_id, session_id) if e.kind == EpisodeKind.summary]:
+            lines = summary_lines(summary)
+            kept = [line for line in lines if line.source not in gone]
+            if len(kept) == len(lines):
+                continue
+            rewritten = summary.model_copy(update={
+                "content": render(kept) or "(nothing of substance)",
+                "metadata": {**summary.metadata, "lines": [line.model_dump(mode="json") for line in kept]}})
+            graph.delete_episodes(user_id, [summary.id])
+            graph.add_episodes([rewritten])
+            graph.mark_processed([summary.id], summary.extractor or "summary")
+            graph.set_indexed([summary.id], False)
+            changed += 1
+    return changed
+
+
 class SessionKeeper:
     def __init__(self, graph: GraphStore, indexer: Indexer, summarizer: Summarizer, settings: SessionSettings,
-                 write_lock: threading.Lock, fallback: Summarizer | None = None) -> None:
+                 write_lock: threading.Lock, fallback: Summarizer | None = None,
+                 on_delete: Callable[[], None] | None = None) -> None:
         self.graph = graph
         self.indexer = indexer
         self.summarizer = summarizer
         self.fallback = fallback  # when the summarizer (a model) fails
         self.settings = settings
         self._write_lock = write_lock  # the ingest path's: an expiry never interleaves with a write
+        self._on_delete = on_delete  # told after each delete (compaction is due)
 
     # --- summaries -----------------------------------------------------------------------------
     def summarize(self, user_id: str, session_id: str) -> Episode | None:
@@ -124,15 +150,23 @@ class SessionKeeper:
         return done
 
     def delete(self, user_id: str, session_id: str, now: datetime, actor: str, action: str = "delete") -> int:
-        """Delete one session from both stores (the caller holds the write lock); returns how many
-        memories went."""
-        ids = [e.id for e in self.graph.session_episodes(user_id, session_id)]
+        """Delete one session's memories from both stores as its TTL does (the caller holds the write
+        lock): notes and relations stay, and keep the client ids of the messages they cite. Returns
+        how many memories went."""
+        episodes = self.graph.session_episodes(user_id, session_id)
+        ids = [e.id for e in episodes]
         self.indexer.store.delete(ids)  # the index first: the system of record can always redo it
         with self.graph.batch():
+            notes, relations = self.graph.derived_from(user_id, ids)
+            cited = {ep for n in notes for ep in n.source_episode_ids} | {
+                ep for r in relations for ep in r.source_episode_ids}
             deleted = self.graph.delete_session(user_id, session_id)
+            self.graph.keep_client_ids(user_id, {e.id: e.client_id for e in episodes if e.id in cited})
             self.graph.add_audit([audit_event(user_id, actor, action, ep, None, at=now, item_kind="memory",
                                               session_id=session_id) for ep in deleted])
         if late := sorted(set(deleted) - set(ids)):
             self.indexer.store.delete(late)
+        if self._on_delete is not None:
+            self._on_delete()
         log.info("session %r of user %r deleted (%s): %d memories", session_id, user_id, actor, len(deleted))
         return len(deleted)

@@ -21,7 +21,7 @@ from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Rela
 
 LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,39}$")
 PREDICATE = re.compile(r"^[A-Z][A-Z0-9_]{0,49}$")
-RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person", "Session", "Audit"})
+RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person", "Session", "Audit", "EpisodeRef"})
 
 SCHEMA = [
     "CREATE CONSTRAINT hg_user_id IF NOT EXISTS FOR (u:User) REQUIRE u.user_id IS UNIQUE",
@@ -42,6 +42,8 @@ SCHEMA = [
     "CREATE INDEX hg_note_superseded IF NOT EXISTS FOR (n:Note) ON (n.superseded_by)",
     "CREATE CONSTRAINT hg_session_key IF NOT EXISTS FOR (s:Session) REQUIRE (s.user_id, s.session_id) IS UNIQUE",
     "CREATE INDEX hg_session_active IF NOT EXISTS FOR (s:Session) ON (s.last_active_at)",
+    "CREATE CONSTRAINT hg_episode_ref_id IF NOT EXISTS FOR (r:EpisodeRef) REQUIRE r.id IS UNIQUE",
+    "CREATE INDEX hg_episode_ref_user IF NOT EXISTS FOR (r:EpisodeRef) ON (r.user_id)",
 ]
 # A store made before sessions were tracked: its sessions start counting from the upgrade.
 HAS_SESSIONS = """
@@ -74,7 +76,7 @@ CALL (u) {
 }
 """
 DELETE_CHUNK = "MATCH (n:{0} {{user_id: $user}}) WITH n LIMIT $chunk DETACH DELETE n RETURN count(*) AS n"
-DELETE_ORDER = ("Audit", "Session", "Note", "Episode", "Entity", "User")  # the User node last: a failed delete can be rerun
+DELETE_ORDER = ("Audit", "Session", "Note", "Episode", "EpisodeRef", "Entity", "User")  # the User node last: a failed delete can be rerun
 
 # --- episodes ------------------------------------------------------------------------------------
 ADD_EPISODES = f"""
@@ -105,6 +107,7 @@ PENDING_OF_USER = f"MATCH (e:Episode {{user_id: $user}}) WHERE e.processed = fal
 MARK_PROCESSED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.processed = true, e.extractor = $extractor"
 SET_INDEXED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.indexed = $indexed"
 DELETE_EPISODES = """
+CALL () { MATCH (r:EpisodeRef) WHERE r.id IN $ids AND r.user_id = $user DELETE r }
 MATCH (e:Episode) WHERE e.id IN $ids AND e.user_id = $user
 WITH e, e.id AS id DETACH DELETE e RETURN id
 """
@@ -306,7 +309,59 @@ MATCH (:Entity {{user_id: $user}})-[r]->(:Entity)
 WHERE {_RELATION_EDGE} AND r.user_id = $user AND r.invalid_at IS NOT NULL AND any(x IN r.episodes WHERE x IN $ids)
 RETURN r {{.*, source_id: startNode(r).id, target_id: endNode(r).id}} AS r ORDER BY r.id
 """
-DELETE_NOTE = "MATCH (n:Note {id: $id, user_id: $user}) DETACH DELETE n RETURN count(*) AS n"
+DELETE_NOTE = """
+CALL () { MATCH (o:Note {user_id: $user, superseded_by: $id}) SET o.superseded_by = null }
+MATCH (n:Note {id: $id, user_id: $user}) DETACH DELETE n RETURN count(*) AS n
+"""
+
+# --- forgetting (see graph/forget.py) --------------------------------------------------------------
+# (:EpisodeRef {id, user_id, client_id}): an expired episode's client id, without its content
+MENTIONED_IN = """
+MATCH (ep:Episode)-[:MENTIONS]->(x:Entity) WHERE ep.id IN $ids AND ep.user_id = $user RETURN DISTINCT x.id AS id
+"""
+KEEP_CLIENT_IDS = """
+UNWIND $rows AS row
+MERGE (r:EpisodeRef {id: row.id}) SET r.user_id = $user, r.client_id = row.client
+"""
+CLIENT_IDS = """
+UNWIND $ids AS id
+OPTIONAL MATCH (e:Episode {id: id}) WHERE e.user_id = $user
+OPTIONAL MATCH (r:EpisodeRef {id: id}) WHERE r.user_id = $user
+WITH id, e, r WHERE e IS NOT NULL OR r IS NOT NULL
+RETURN id, CASE WHEN e IS NOT NULL THEN e.client_id ELSE r.client_id END AS client
+"""
+DROP_ORPHANS = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id}) WHERE e.user_id = $user AND NOT coalesce(e.is_user, false) AND NOT EXISTS { (e)--() }
+WITH e, e.id AS id DELETE e RETURN id
+"""
+DELETE_RELATIONS = """
+UNWIND $rows AS row
+MATCH (:Entity {id: row.source})-[r]->(:Entity) WHERE r.id = row.id AND r.user_id = $user DELETE r
+"""
+REWRITE_RELATIONS = """
+UNWIND $rows AS row
+MATCH (:Entity {id: row.source})-[r]->(:Entity) WHERE r.id = row.id SET r.fact = row.fact, r.episodes = row.episodes
+"""
+SET_NOTE_SOURCES = """
+MATCH (n:Note {id: $id, user_id: $user}) SET n.episodes = $episodes
+WITH n
+CALL (n) { MATCH (n)-[x:FROM]->() DELETE x }
+CALL (n) {
+  UNWIND n.episodes AS id
+  MATCH (e:Episode {id: id, user_id: n.user_id})
+  MERGE (n)-[x:FROM]->(e) SET x.user_id = n.user_id
+}
+"""
+DERIVED_NOTES = f"""
+MATCH (n:Note {{user_id: $user}}) WHERE any(x IN n.episodes WHERE x IN $ids) {_NOTE} ORDER BY n.valid_at, n.id
+"""
+DERIVED_RELATIONS = f"""
+MATCH (:Entity {{user_id: $user}})-[r]->(:Entity)
+WHERE {_RELATION_EDGE} AND r.user_id = $user AND any(x IN r.episodes WHERE x IN $ids)
+RETURN r {{.*, source_id: startNode(r).id, target_id: endNode(r).id}} AS r ORDER BY r.id
+"""
+REDACT_AUDIT = "MATCH (a:Audit {user_id: $user}) WHERE a.item_id IN $ids AND a.text IS NOT NULL SET a.text = null"
 
 
 # --- values --------------------------------------------------------------------------------------

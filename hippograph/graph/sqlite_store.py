@@ -32,6 +32,7 @@ from hippograph.graph.schema import (
     relation_of,
     session_of,
 )
+from hippograph.graph.sqlite_forget import EPISODE_REFS, SqliteForgetting
 from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id
 
 USER_ENTITY_KEY = "<user>"
@@ -41,7 +42,7 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SqliteGraphStore:
+class SqliteGraphStore(SqliteForgetting):
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
@@ -61,8 +62,9 @@ class SqliteGraphStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA secure_delete=ON")  # deleted text is zeroed, not left in free pages
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name='sessions'").fetchall()
-            conn.executescript(SCHEMA)
+            conn.executescript(SCHEMA + EPISODE_REFS)
             migrate(conn, fresh)
         except (sqlite3.Error, OSError) as exc:
             raise BackendUnavailable(f"cannot open the graph database at {self.path}: {exc}") from exc
@@ -145,8 +147,8 @@ class SqliteGraphStore:
 
     def delete_user(self, user_id: str) -> None:
         with self._tx() as c:
-            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "audit", "sessions",
-                          "users"):
+            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "episode_refs",
+                          "audit", "sessions", "users"):
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         self._graphs.pop(user_id, None)
         self._ppr.drop(user_id)
@@ -239,6 +241,7 @@ class SqliteGraphStore:
             m = _marks(len(chunk))
             c.execute(f"DELETE FROM mentions WHERE episode_id IN ({m})", chunk)
             c.execute(f"DELETE FROM episodes WHERE id IN ({m})", chunk)
+            c.execute(f"DELETE FROM episode_refs WHERE episode_id IN ({m})", chunk)
         if ids:
             self._ppr.drop(user_id)
 
@@ -566,4 +569,5 @@ class SqliteGraphStore:
     def delete_note(self, user_id: str, note_id: str) -> bool:
         self._history.drop(user_id)
         with self._tx() as c:
+            c.execute("UPDATE notes SET superseded_by=NULL WHERE user_id=? AND superseded_by=?", (user_id, note_id))
             return bool(c.execute("DELETE FROM notes WHERE user_id=? AND id=?", (user_id, note_id)).rowcount)
