@@ -197,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="the whole response: sections, items, plan")
     q.add_argument("--data-dir")
     q.set_defaults(func=cmd_query)
-    o = sub.add_parser("optimize", help="build the vector index (HNSW) offline, with the server stopped")
+    o = sub.add_parser("optimize", help="build the vector index (HNSW) and compact what was deleted out of the "
+                                         "files, offline, with the server stopped")
     o.add_argument("--data-dir")
     o.set_defaults(func=cmd_optimize)
     _bench_parser(sub)

@@ -67,8 +67,9 @@ class GraphStore(Protocol):
         """Whether an episode belongs in the vector index (small talk does not)."""
 
     def delete_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
-        """Delete these episodes of the user and their mention links; returns the ids that were there.
-        Notes and relations that came from them stay (see `graph.forget` for the cascade)."""
+        """Delete these episodes of the user and their mention links, and forget the client ids kept for
+        any of them that expired; returns the ids of the stored ones. Notes and relations that came
+        from them stay (see `graph.forget` for the cascade)."""
         ...
 
     def mentioned_in(self, user_id: str, episode_ids: Sequence[str]) -> list[str]:
@@ -101,7 +102,8 @@ class GraphStore(Protocol):
 
     def delete_session(self, user_id: str, session_id: str) -> list[str]:
         """Delete the session and every episode in it (messages, summaries, tool observations) with
-        their mention links; returns the deleted episode ids. Notes and relations stay."""
+        their mention links; returns the deleted episode ids. Notes and relations stay, and so do the
+        client ids kept for its episodes (`keep_client_ids`)."""
         ...
 
     def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:

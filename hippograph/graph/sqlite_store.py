@@ -231,6 +231,7 @@ class SqliteGraphStore(SqliteForgetting):
             found = [r["id"] for r in c.execute(
                 f"SELECT id FROM episodes WHERE +user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids))]
             self._delete_episode_rows(c, user_id, found)
+            c.execute(f"DELETE FROM episode_refs WHERE user_id=? AND episode_id IN ({_marks(len(ids))})", (user_id, *ids))
         return found
 
     def _delete_episode_rows(self, c: sqlite3.Connection, user_id: str, ids: list[str]) -> None:
@@ -241,7 +242,6 @@ class SqliteGraphStore(SqliteForgetting):
             m = _marks(len(chunk))
             c.execute(f"DELETE FROM mentions WHERE episode_id IN ({m})", chunk)
             c.execute(f"DELETE FROM episodes WHERE id IN ({m})", chunk)
-            c.execute(f"DELETE FROM episode_refs WHERE episode_id IN ({m})", chunk)
         if ids:
             self._ppr.drop(user_id)
 
