@@ -110,15 +110,19 @@ class SessionKeeper:
             lines = self.fallback.summarize(summary_lines(previous), aged, cfg.summary_max_tokens)
         last = aged[-1]
         covered = int(previous.metadata.get("messages", 0) if previous else 0) + len(aged)
-        summary = Episode(
-            id=stable_id("sum", user_id, session_id, str(last.seq)), user_id=user_id, session_id=session_id,
-            kind=EpisodeKind.summary, content=render(lines) or "(nothing of substance)", timestamp=last.timestamp,
-            seq=SUMMARY_SEQ, metadata={"through_seq": last.seq, "messages": covered, "method": method,
-                                       "lines": [line.model_dump(mode="json") for line in lines]})
         with self.graph.batch():
             current = stored_summary(self.graph.session_episodes(user_id, session_id))
             if covered_through(current) >= last.seq:
                 return None  # a concurrent call summarised as far or further
+            # a message deleted while the summary was being written must not come back in it
+            alive = {e.id for e in self.graph.get_episodes(user_id, [line.source for line in lines])}
+            lines = [line for line in lines if line.source in alive]
+            summary = Episode(
+                id=stable_id("sum", user_id, session_id, str(last.seq)), user_id=user_id, session_id=session_id,
+                kind=EpisodeKind.summary, content=render(lines) or "(nothing of substance)",
+                timestamp=last.timestamp, seq=SUMMARY_SEQ,
+                metadata={"through_seq": last.seq, "messages": covered, "method": method,
+                          "lines": [line.model_dump(mode="json") for line in lines]})
             self.graph.add_episodes([summary])
             self.graph.mark_processed([summary.id], f"summary:{method}")
             self.graph.set_indexed([summary.id], False)

@@ -37,6 +37,9 @@ def correct_profile_item(service: Service, body: CorrectionRequest, item_id: str
 
 @router.delete("/{user_id}/profile/{item_id}")
 def delete_profile_item(service: Service, item_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
+    """Delete a profile item: its text leaves every store and the audit log (the delete is recorded
+    without it), the relations saying the same thing go too, and an item it replaced no longer points
+    at it."""
     service.delete_note(user_id, item_id, actor=actor)
     return {"deleted": item_id}
 
@@ -49,7 +52,8 @@ def audit_log(
 ) -> dict:
     """Every creation, supersession, correction, retirement, deletion and expiry of the user's profile
     items and memories, oldest first, with who made it and when (`item_id` narrows it to one item and
-    what replaced it). Deleted memories are listed without their text."""
+    what replaced it). Deletes and expiries are listed without text, and a deleted item's earlier
+    events lose theirs."""
     events = service.audit(user_id, item_id, limit, kind)
     return {"user_id": user_id, "events": [e.model_dump(mode="json") for e in events]}
 
@@ -63,8 +67,9 @@ def get_memory(service: Service, memory_id: str, user_id: str = UserId) -> dict:
 
 @router.delete("/{user_id}/memories/{memory_id}")
 def delete_memory(service: Service, memory_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
-    """Delete one message or document (the client's id, or ours) from every store. Profile items
-    extracted from it stay; delete them through the profile."""
+    """Delete one message or document (the client's id, or ours; an expired one too while notes cite
+    it) from every store, with the profile items and relations derived only from it; those with other
+    sources no longer cite it, and session summaries lose its lines."""
     return {"deleted": service.delete_memory(user_id, memory_id, actor=actor)}
 
 
@@ -76,8 +81,8 @@ def sessions(service: Service, user_id: str = UserId) -> dict:
 
 @router.delete("/{user_id}/sessions/{session_id}")
 def end_session(service: Service, session_id: str, user_id: str = UserId, actor: str = ActorQuery) -> dict:
-    """Forget a session now, as its TTL would: its messages, summaries and tool results go; the
-    profile items extracted from it stay."""
+    """Forget a session now: its messages, summaries and tool results, and the profile items and
+    relations derived only from them (the TTL, unlike this, keeps what was extracted)."""
     return {"deleted": session_id, "memories_deleted": service.end_session(user_id, session_id, actor=actor)}
 
 
