@@ -133,10 +133,10 @@ class EdgeVectorStore:
             if self._shard is not None:
                 return
             try:
+                self._finish_compaction()  # before the folder is made: a missing folder means a swap was cut short
                 self.path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ConfigurationError(f"cannot create vector store folder {self.path}: {exc}") from exc
-            self._finish_compaction()
             config_file = self.path / "edge_config.json"
             exists = config_file.exists()
             if exists:
@@ -285,11 +285,15 @@ class EdgeVectorStore:
                 shutil.rmtree(fresh_path, ignore_errors=True)
                 raise BackendUnavailable(f"vector store compaction failed: {_native(exc)}") from exc
             self._shard = None
-            shard.close()
-            os.rename(self.path, old)
-            os.rename(fresh_path, self.path)
-            shutil.rmtree(old, ignore_errors=True)
-        self.open()
+            try:
+                shard.close()
+                os.rename(self.path, old)
+                os.rename(fresh_path, self.path)
+                shutil.rmtree(old, ignore_errors=True)
+            except OSError as exc:
+                raise BackendUnavailable(f"vector store compaction failed: {exc}") from exc
+            finally:
+                self.open()  # the new shard, or (after a failed swap) whichever copy is complete
 
     # --- VectorStore ---------------------------------------------------------------------------
 
