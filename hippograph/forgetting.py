@@ -44,13 +44,14 @@ class Compactor:
         return self._pending.is_set()
 
     def compact(self, force: bool = False) -> bool:
-        """Compact both stores if anything was deleted since the last time (or `force`). True if run."""
+        """Compact both stores if anything was deleted since the last time (or `force`, which also
+        rewrites the graph store whole: for `hippograph optimize`). True if run."""
         with self._lock:
             if not (force or self._pending.is_set()):
                 return False
             self._pending.clear()
             try:
-                self.graph.compact()
+                self.graph.compact(full=force)
                 self.indexer.store.compact()
             except BaseException:
                 self._pending.set()  # the next sweep tries again

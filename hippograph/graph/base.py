@@ -200,8 +200,9 @@ class GraphStore(Protocol):
         """Drop the text of the user's audit events about these items (action, time and actor stay)."""
         ...
 
-    def compact(self) -> None:
-        """Make deleted data leave the store's files where the store can (e.g. a WAL checkpoint)."""
+    def compact(self, full: bool = False) -> None:
+        """Make deleted data leave the store's files where the store can (e.g. a WAL checkpoint);
+        `full` also rewrites what older versions left behind (offline: may take a while)."""
         ...
 
     def add_audit(self, events: Sequence[AuditEvent]) -> None:

@@ -575,5 +575,5 @@ class Neo4jGraphStore:
         if item_ids:
             self._update(cy.REDACT_AUDIT, user=user_id, ids=list(item_ids))
 
-    def compact(self) -> None:
+    def compact(self, full: bool = False) -> None:
         """Nothing to do from here: Neo4j manages its own store files (deleted records are reused)."""

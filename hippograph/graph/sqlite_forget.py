@@ -139,7 +139,11 @@ class SqliteForgetting:
                 c.execute(f"UPDATE audit SET text=NULL WHERE user_id=? AND item_id IN ({_marks(len(chunk))}) "
                           "AND text IS NOT NULL", (user_id, *chunk))
 
-    def compact(self) -> None:
+    def compact(self, full: bool = False) -> None:
         """Checkpoint the WAL into the database and truncate it to nothing: with secure_delete on,
-        deleted rows were zeroed in the pages, and the log holds no older copy of them any more."""
+        deleted rows were zeroed in the pages, and the log holds no older copy of them any more.
+        `full` first rebuilds the database (VACUUM), for free pages a version without secure_delete
+        left as they were."""
+        if full:
+            self._rows("VACUUM")
         self._rows("PRAGMA wal_checkpoint(TRUNCATE)")

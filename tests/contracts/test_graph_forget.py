@@ -168,3 +168,27 @@ def test_rewrites_are_scoped_and_compaction_runs(store: GraphStore) -> None:
         ("r-lisbon", SAID[3]), ("r-seattle", "Alice lives in Seattle")]
     store.compact()
     assert store.user_exists("u1")
+
+
+def test_sqlite_full_compaction_scrubs_what_an_older_version_left(tmp_path) -> None:
+    """A store written without secure_delete keeps deleted rows in its free pages; `compact(full=True)`
+    (what `hippograph optimize` runs) rewrites the file without them."""
+    import sqlite3
+
+    from hippograph.graph.sqlite_store import SqliteGraphStore
+
+    secret = "old-secret-" + "x" * 2000  # long enough to spill into an overflow page
+    path = tmp_path / "g.sqlite3"
+    store = SqliteGraphStore(path)
+    store.open()
+    store.add_episodes([ep(1, SAID[1]), ep(2, secret)])
+    store.close()
+    with sqlite3.connect(path) as conn:  # as a version without secure_delete deleted it
+        conn.execute("PRAGMA secure_delete=OFF")
+        conn.execute("DELETE FROM episodes WHERE id='ep2'")
+    assert secret.encode() in path.read_bytes()
+    store.open()
+    store.compact(full=True)
+    assert [e.id for e in store.get_episodes("u1", ["ep1", "ep2"])] == ["ep1"]
+    store.close()
+    assert all(secret[:40].encode() not in f.read_bytes() for f in tmp_path.iterdir() if f.is_file())
