@@ -40,10 +40,6 @@ class Forgotten:
     changed_notes: list[Note] = field(default_factory=list)
     changed_relations: list[Relation] = field(default_factory=list)
 
-    @property
-    def anything(self) -> bool:
-        return bool(self.episodes or self.notes or self.relations or self.entities)
-
 
 def neutral_fact(source: str, predicate: str, target: str) -> str:
     """A relation said in no one's words: "alice lives in Seattle"."""

@@ -314,55 +314,6 @@ CALL () { MATCH (o:Note {user_id: $user, superseded_by: $id}) SET o.superseded_b
 MATCH (n:Note {id: $id, user_id: $user}) DETACH DELETE n RETURN count(*) AS n
 """
 
-# --- forgetting (see graph/forget.py) --------------------------------------------------------------
-# (:EpisodeRef {id, user_id, client_id}): an expired episode's client id, without its content
-MENTIONED_IN = """
-MATCH (ep:Episode)-[:MENTIONS]->(x:Entity) WHERE ep.id IN $ids AND ep.user_id = $user RETURN DISTINCT x.id AS id
-"""
-KEEP_CLIENT_IDS = """
-UNWIND $rows AS row
-MERGE (r:EpisodeRef {id: row.id}) SET r.user_id = $user, r.client_id = row.client
-"""
-CLIENT_IDS = """
-UNWIND $ids AS id
-OPTIONAL MATCH (e:Episode {id: id}) WHERE e.user_id = $user
-OPTIONAL MATCH (r:EpisodeRef {id: id}) WHERE r.user_id = $user
-WITH id, e, r WHERE e IS NOT NULL OR r IS NOT NULL
-RETURN id, CASE WHEN e IS NOT NULL THEN e.client_id ELSE r.client_id END AS client
-"""
-DROP_ORPHANS = """
-UNWIND $ids AS id
-MATCH (e:Entity {id: id}) WHERE e.user_id = $user AND NOT coalesce(e.is_user, false) AND NOT EXISTS { (e)--() }
-WITH e, e.id AS id DELETE e RETURN id
-"""
-DELETE_RELATIONS = """
-UNWIND $rows AS row
-MATCH (:Entity {id: row.source})-[r]->(:Entity) WHERE r.id = row.id AND r.user_id = $user DELETE r
-"""
-REWRITE_RELATIONS = """
-UNWIND $rows AS row
-MATCH (:Entity {id: row.source})-[r]->(:Entity) WHERE r.id = row.id SET r.fact = row.fact, r.episodes = row.episodes
-"""
-SET_NOTE_SOURCES = """
-MATCH (n:Note {id: $id, user_id: $user}) SET n.episodes = $episodes
-WITH n
-CALL (n) { MATCH (n)-[x:FROM]->() DELETE x }
-CALL (n) {
-  UNWIND n.episodes AS id
-  MATCH (e:Episode {id: id, user_id: n.user_id})
-  MERGE (n)-[x:FROM]->(e) SET x.user_id = n.user_id
-}
-"""
-DERIVED_NOTES = f"""
-MATCH (n:Note {{user_id: $user}}) WHERE any(x IN n.episodes WHERE x IN $ids) {_NOTE} ORDER BY n.valid_at, n.id
-"""
-DERIVED_RELATIONS = f"""
-MATCH (:Entity {{user_id: $user}})-[r]->(:Entity)
-WHERE {_RELATION_EDGE} AND r.user_id = $user AND any(x IN r.episodes WHERE x IN $ids)
-RETURN r {{.*, source_id: startNode(r).id, target_id: endNode(r).id}} AS r ORDER BY r.id
-"""
-REDACT_AUDIT = "MATCH (a:Audit {user_id: $user}) WHERE a.item_id IN $ids AND a.text IS NOT NULL SET a.text = null"
-
 
 # --- values --------------------------------------------------------------------------------------
 def to_neo(dt: datetime | None) -> datetime | None:

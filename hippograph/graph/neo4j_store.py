@@ -10,6 +10,7 @@ Model (every node and relationship carries `user_id`; every query is scoped by i
   (:Note)-[:SUPERSEDED_BY]->(:Note), (:Note)-[:FROM]->(:Episode)
   (:Session {user_id, session_id, started_at, last_active_at, name})   activity, for the session TTL
   (:Audit {id, user_id, at, actor, action, item_kind, item_id, text, related_id, name, ord})
+  (:EpisodeRef {id, user_id, client_id})   an expired episode's client id (see neo4j_forget.py)
 Episodes hang off their entities (MENTIONS), not off the user: no super-node, and a User node exists
 only once `ensure_user` ran, as the SQLite `users` row does. `ord` is the insertion order (SQLite's rowid).
 
@@ -34,6 +35,7 @@ from neo4j.exceptions import ConfigurationError as DriverConfigurationError
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
+from hippograph.graph.neo4j_forget import Neo4jForgetting
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
@@ -55,7 +57,7 @@ async def _cypher(tx: Tx, query: str, params: dict[str, Any]) -> Rows:
     return await _data(tx, query, **params)
 
 
-class Neo4jGraphStore:
+class Neo4jGraphStore(Neo4jForgetting):
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
                  database: str = "neo4j") -> None:
         self.uri = uri
@@ -527,53 +529,3 @@ class Neo4jGraphStore:
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
         return bool(self._update(cy.DELETE_NOTE, user=user_id, id=note_id)[0]["n"])
-
-    # --- forgetting (the cascade itself is graph/forget.py) -------------------------------------
-    def mentioned_in(self, user_id: str, episode_ids: Sequence[str]) -> list[str]:
-        return [r["id"] for r in self._query(cy.MENTIONED_IN, user=user_id, ids=list(episode_ids))] if episode_ids else []
-
-    def keep_client_ids(self, user_id: str, client_ids: Mapping[str, str | None]) -> None:
-        if client_ids:
-            self._update(cy.KEEP_CLIENT_IDS, user=user_id,
-                         rows=[{"id": ep, "client": client} for ep, client in client_ids.items()])
-
-    def client_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
-        rows = self._query(cy.CLIENT_IDS, user=user_id, ids=list(dict.fromkeys(episode_ids))) if episode_ids else []
-        return {r["id"]: r["client"] or r["id"] for r in rows}
-
-    def drop_orphan_entities(self, user_id: str, entity_ids: Sequence[str]) -> list[str]:
-        if not entity_ids:
-            return []
-        return [r["id"] for r in self._update(cy.DROP_ORPHANS, user=user_id, ids=list(dict.fromkeys(entity_ids)))]
-
-    def delete_relations(self, user_id: str, ids: Sequence[str]) -> None:
-        if ids:
-            self._call(True, self._delete_relations, user_id, ids)
-
-    async def _delete_relations(self, tx: Tx, user_id: str, ids: Sequence[str]) -> None:
-        rows = [{"id": r.id, "source": r.source_id} for r in (await self._relations_by_ids(tx, ids)).values()]
-        await _data(tx, cy.DELETE_RELATIONS, rows=rows, user=user_id)
-        for row in rows:
-            self._rel_sources.pop(row["id"], None)
-
-    def rewrite_relations(self, relations: Sequence[Relation]) -> None:
-        if relations:
-            self._update(cy.REWRITE_RELATIONS, rows=[{"id": r.id, "source": r.source_id, "fact": r.fact,
-                                                      "episodes": list(r.source_episode_ids)} for r in relations])
-
-    def set_note_sources(self, user_id: str, note_id: str, episode_ids: Sequence[str]) -> None:
-        self._update(cy.SET_NOTE_SOURCES, user=user_id, id=note_id, episodes=list(episode_ids))
-
-    def derived_from(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
-        if not episode_ids:
-            return [], []
-        ids = list(episode_ids)
-        notes = [cy.to_note(r["n"]) for r in self._query(cy.DERIVED_NOTES, user=user_id, ids=ids)]
-        return notes, self._relations(self._query(cy.DERIVED_RELATIONS, user=user_id, ids=ids))
-
-    def redact_audit(self, user_id: str, item_ids: Sequence[str]) -> None:
-        if item_ids:
-            self._update(cy.REDACT_AUDIT, user=user_id, ids=list(item_ids))
-
-    def compact(self, full: bool = False) -> None:
-        """Nothing to do from here: Neo4j manages its own store files (deleted records are reused)."""
