@@ -236,22 +236,22 @@ class Hippograph:
         with self.ingestor.lock:
             return self.forgetting.session(user_id, session_id, actor)
 
+    def _episode_ids(self, user_id: str, memory_id: str) -> list[str]:
+        """The episode ids a message, or a document's pieces, may have: our id, or the client's."""
+        chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
+        return [memory_id, stable_id("ep", user_id, memory_id),
+                *(stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks))]
+
     def _memory(self, user_id: str, memory_id: str) -> list[Episode]:
         """A message, or a document's pieces, by the client's id or ours (of a user known to exist)."""
-        probe = [memory_id, stable_id("ep", user_id, memory_id)]
-        chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
-        probe += [stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks)]
-        found = sorted(self.graph.get_episodes(user_id, probe), key=lambda e: e.seq)
+        found = sorted(self.graph.get_episodes(user_id, self._episode_ids(user_id, memory_id)), key=lambda e: e.seq)
         if not found:
             raise NotFound(f"user {user_id!r} has no memory {memory_id!r}")
         return found
 
-    def _expired_memory(self, user_id: str, memory_id: str) -> list[str]:
-        """Ids of an expired message or document whose extracted items still cite it (else NotFound)."""
-        chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2
-        probe = [memory_id, stable_id("ep", user_id, memory_id),
-                 *(stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks))]
-        found = list(self.graph.client_ids(user_id, probe))
+    def _expired_memory(self, user_id: str, memory_id: str) -> dict[str, str]:
+        """An expired message or document that notes or relations still cite: episode id -> client id."""
+        found = self.graph.client_ids(user_id, self._episode_ids(user_id, memory_id))
         if not found:
             raise NotFound(f"user {user_id!r} has no memory {memory_id!r}")
         return found
@@ -277,8 +277,8 @@ class Hippograph:
             found = self._memory(user_id, memory_id)
             ids, names = [e.id for e in found], [e.client_id or e.id for e in found]
         except NotFound:
-            ids = self._expired_memory(user_id, memory_id)
-            names = list(self.graph.client_ids(user_id, ids).values())
+            expired = self._expired_memory(user_id, memory_id)
+            ids, names = list(expired), list(expired.values())
         with self.ingestor.lock:
             self.forgetting.episodes(user_id, ids, actor)
         return names
