@@ -4,15 +4,17 @@ search, context, profile and audit text, provenance keeps the client's ids, and 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from hippograph.bench.common import bench_service
 from hippograph.config import SessionSettings, Settings
-from hippograph.models import utcnow
+from hippograph.extraction.base import Extraction, Extractor
+from hippograph.models import Episode, MessageIn, Role, stable_id, utcnow
 from hippograph.server.app import create_app
 from hippograph.service import Hippograph
 
@@ -133,6 +135,34 @@ def test_history_and_conflicts_never_name_a_deleted_item(client: TestClient) -> 
     resp = client.patch(f"/v1/users/tia/profile/{old['id']}", json={"text": "Works at Hooli"})
     assert resp.status_code == 409 and new["id"] not in resp.text
     assert "Initrode" not in client.get("/v1/users/tia/audit").text
+
+
+class DeletingWhileExtracting:
+    """The real extractor, while the memory it reads is deleted (as by a concurrent request)."""
+
+    def __init__(self, inner: Extractor, svc: Hippograph, memory_id: str) -> None:
+        self.inner, self.svc, self.memory_id, self.name = inner, svc, memory_id, inner.name
+
+    def load(self) -> object:
+        return self.inner.load()
+
+    def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction:
+        found = self.inner.extract(episodes, user_name)
+        self.svc.delete_memory(episodes[0].user_id, self.memory_id)  # no lock is held while extracting
+        return found
+
+
+def test_a_memory_deleted_while_it_is_extracted_does_not_come_back(tmp_path) -> None:
+    with bench_service(tmp_path) as svc:
+        svc.remember("uma", "s1", None, [MessageIn(id="u0", role=Role.user, content="Hello there, my friend.")])
+        svc.ingestor.extractor = DeletingWhileExtracting(svc.ingestor.extractor, svc, "u1")
+        svc.remember("uma", "s1", None, [MessageIn(id="u1", role=Role.user, content=PROBE),
+                                         MessageIn(id="u2", role=Role.user, content="I work at Initech.")])
+        assert svc.graph.get_episodes("uma", [stable_id("ep", "uma", "u1")]) == []
+        notes = [n.text for n in svc.graph.list_notes("uma", include_history=True)]
+        assert not any("Seattle" in t or "hiking" in t for t in notes) and any("Initech" in t for t in notes)
+        assert all("Seattle" not in h.text for h in svc.search("uma", "Seattle hiking", 20))
+        assert [e.name for e in svc.graph.find_entities("uma", "seattle")] == []
 
 
 # --- the bytes on disk --------------------------------------------------------------------------
