@@ -59,10 +59,12 @@ class Compactor:
             return True
 
 
-def events(user_id: str, actor: str, gone: Forgotten, at: datetime) -> list[AuditEvent]:
-    """One delete event per item that went (without its text)."""
+def events(user_id: str, actor: str, gone: Forgotten, at: datetime, expired: Sequence[str] = ()) -> list[AuditEvent]:
+    """One delete event per item that went (without its text); `expired`: ids of memories that had
+    expired already (only their client ids were left)."""
     out = [audit_event(user_id, actor, "delete", e.id, None, at=at, item_kind="memory", session_id=e.session_id)
            for e in gone.episodes]
+    out += [audit_event(user_id, actor, "delete", i, None, at=at, item_kind="memory") for i in expired]
     out += [audit_event(user_id, actor, "delete", i, None, at=at) for i in gone.notes]
     out += [audit_event(user_id, actor, "delete", i, None, at=at, item_kind="relation") for i in gone.relations]
     return out
@@ -75,13 +77,15 @@ class Forgetting:
         self.compactor = compactor
 
     def episodes(self, user_id: str, ids: Sequence[str], actor: str) -> Forgotten:
-        """Delete these episodes with the cascade (the caller holds the write lock)."""
+        """Delete these episodes (stored, or expired and still cited) with the cascade (the caller
+        holds the write lock)."""
         now = utcnow()
         with self.graph.batch():
             gone = forget_episodes(self.graph, user_id, ids)
             sessions = {e.session_id for e in gone.episodes if e.session_id}
             drop_summary_lines(self.graph, user_id, sessions, set(ids))
-            self.graph.add_audit(events(user_id, actor, gone, now))
+            stored = {e.id for e in gone.episodes}
+            self.graph.add_audit(events(user_id, actor, gone, now, [i for i in ids if i not in stored]))
         self._index(gone, [*ids, *gone.notes, *gone.relations])
         return gone
 

@@ -120,7 +120,10 @@ def test_expiry_keeps_the_client_ids_of_what_it_cites(tmp_path) -> None:
         ctx = client.post("/v1/context", json={"user_id": "sam", "query": "Where do I live?"}).json()
         assert [i["provenance"] for i in ctx["sections"]["notes"] if "Seattle" in i["text"]] == [["x1"]]
         # the expired message can still be deleted by its id: what it taught goes too
-        assert client.delete("/v1/users/sam/memories/x1").json() == {"deleted": ["x1"]}
+        assert client.delete("/v1/users/sam/memories/x1?actor=user:sam").json() == {"deleted": ["x1"]}
+        events = client.get("/v1/users/sam/audit?kind=memory").json()["events"]
+        assert [(e["action"], e["actor"]) for e in events][-1] == ("delete", "user:sam")
+        assert client.delete("/v1/users/sam/memories/x1").status_code == 404
         assert "Seattle" not in everything(client, "sam", "Seattle")
 
 
