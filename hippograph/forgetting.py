@@ -86,7 +86,7 @@ class Forgetting:
             drop_summary_lines(self.graph, user_id, sessions, set(ids))
             stored = {e.id for e in gone.episodes}
             self.graph.add_audit(events(user_id, actor, gone, now, [i for i in ids if i not in stored]))
-        self._index(gone, [*ids, *gone.notes, *gone.relations])
+            self._index(gone, [*ids, *gone.notes, *gone.relations])
         return gone
 
     def session(self, user_id: str, session_id: str, actor: str) -> int:
@@ -103,7 +103,7 @@ class Forgetting:
         with self.graph.batch():
             gone = forget_note(self.graph, user_id, note)
             self.graph.add_audit(events(user_id, actor, gone, utcnow()))
-        self._index(gone, [*gone.notes, *gone.relations])
+            self._index(gone, [*gone.notes, *gone.relations])
         return gone
 
     def user(self, user_id: str) -> None:
@@ -112,7 +112,9 @@ class Forgetting:
         self.compactor.mark()
 
     def _index(self, gone: Forgotten, deleted: list[str]) -> None:
-        """The index follows the system of record: deleted points go, changed ones are replaced."""
+        """The index follows the system of record: deleted points go, changed ones are replaced. Run
+        inside the graph batch, before it commits: if the index fails, nothing is deleted and the
+        caller can try again; if the commit fails, `reindex_missing` puts the points back."""
         self.compactor.mark()
         self.indexer.store.delete(deleted)
         self.indexer.index([note_record(n) for n in gone.changed_notes if n.current]

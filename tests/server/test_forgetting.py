@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.bench.common import bench_service
 from hippograph.config import SessionSettings, Settings
+from hippograph.errors import BackendUnavailable
 from hippograph.extraction.base import Extraction, Extractor
 from hippograph.models import Episode, MessageIn, Role, stable_id, utcnow
 from hippograph.server.app import create_app
@@ -166,6 +167,19 @@ def test_a_memory_deleted_while_it_is_extracted_does_not_come_back(tmp_path) -> 
         assert not any("Seattle" in t or "hiking" in t for t in notes) and any("Initech" in t for t in notes)
         assert all("Seattle" not in h.text for h in svc.search("uma", "Seattle hiking", 20))
         assert [e.name for e in svc.graph.find_entities("uma", "seattle")] == []
+
+
+def test_a_delete_the_index_cannot_follow_changes_nothing(tmp_path) -> None:
+    with bench_service(tmp_path) as svc:
+        svc.remember("vic", "s1", None, [MessageIn(id="w1", role=Role.user, content=PROBE)])
+        notes = svc.graph.list_notes("vic")
+        svc.indexer.store.close()  # the vector store is down
+        with pytest.raises(BackendUnavailable):
+            svc.delete_memory("vic", "w1")
+        assert svc.graph.list_notes("vic") == notes and svc.get_memory("vic", "w1")["parts"]  # nothing went
+        svc.indexer.store.open()
+        assert svc.delete_memory("vic", "w1") == ["w1"]  # tried again, it goes
+        assert svc.graph.list_notes("vic") == [] and svc.search("vic", "Seattle hiking", 10) == []
 
 
 # --- the bytes on disk --------------------------------------------------------------------------
