@@ -156,6 +156,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     service = _open(args)
     try:
         service.guard.check("optimizing the vector index", need=service.guard.mapped_bytes())  # rewrites segments
+        service.compact(force=True)  # what was deleted leaves the files first
         changed = service.indexer.store.maintain()
     finally:
         service.close()
@@ -252,7 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--data-dir")
     q.add_argument("--tenant", default=DEFAULT_TENANT, help="the user's tenant (default: default)")
     q.set_defaults(func=cmd_query)
-    o = sub.add_parser("optimize", help="build the vector index (HNSW) offline, with the server stopped")
+    o = sub.add_parser("optimize", help="build the vector index (HNSW) and compact what was deleted out of the "
+                                         "files, offline, with the server stopped")
     o.add_argument("--data-dir")
     o.set_defaults(func=cmd_optimize)
     k = sub.add_parser("keys", help="create, list and revoke API keys")

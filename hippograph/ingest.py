@@ -310,7 +310,12 @@ class Ingestor:
         if self.resolver is not None:
             ex = self.resolver(self.graph, episodes[0].user_id, ex)
         with self.lock:
-            self._store(episodes, ex, result)
+            # an episode deleted while it was being extracted (no lock held) must not come back
+            alive = {e.id for e in self.graph.get_episodes(episodes[0].user_id, [e.id for e in episodes])}
+            if len(alive) < len(episodes):
+                episodes, ex = [e for e in episodes if e.id in alive], only_from(ex, alive)
+            if episodes:
+                self._store(episodes, ex, result)
 
     def _store(self, episodes: list[Episode], ex: Extraction, result: IngestResult) -> None:
         user_id = episodes[0].user_id
@@ -426,6 +431,17 @@ _NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "
                         "really", "very", "also", "just", "my", "our", "and", "or", "but", "than", "more", "over"})
 
 
+def only_from(ex: Extraction, episode_ids: set[str]) -> Extraction:
+    """What the extraction found in these episodes only (the others were deleted meanwhile)."""
+    relations = [r for r in ex.relations if r.episode_id in episode_ids]
+    mentions = {ep: names for ep, names in ex.mentions.items() if ep in episode_ids}
+    named = {n for r in relations for n in (r.subject, r.object)} | {n for names in mentions.values() for n in names}
+    return ex.model_copy(update={
+        "relations": relations, "mentions": mentions, "entities": [e for e in ex.entities if e.name in named],
+        "notes": [n for n in ex.notes if n.episode_id in episode_ids],
+        "small_talk": [ep for ep in ex.small_talk if ep in episode_ids]})
+
+
 def note_words(text: str) -> set[str]:
     """The content words of a note, lower-cased, a plural or third-person s dropped."""
     out = set()
@@ -462,10 +478,16 @@ def normalise_arguments(args: Any) -> str:
     return json.dumps(canon(args), sort_keys=True, separators=(",", ":"), default=str)
 
 
+FORGETTING_ACTIONS = frozenset({"delete", "expire"})
+
+
 def audit_event(
     user_id: str, actor: str, action: str, item_id: str, text: str | None, related_id: str | None = None,
     at: datetime | None = None, item_kind: str = "note", session_id: str | None = None,
 ) -> AuditEvent:
+    """An audit event; a delete or an expiry never keeps the text of what went."""
+    if action in FORGETTING_ACTIONS:
+        text = None
     return AuditEvent(id=new_id("audit"), user_id=user_id, at=at or utcnow(), actor=actor, action=action,
                       item_kind=item_kind, item_id=item_id, text=text, related_id=related_id, session_id=session_id)
 

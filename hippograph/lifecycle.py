@@ -9,15 +9,18 @@ is never extracted (exact facts come from the messages themselves) and never ind
 
 Expiry: a session idle for `ttl_seconds` of server time (client timestamps may be anything) is deleted
 from both stores with its messages, summaries and tool observations. Notes and relations extracted
-from it stay. Each deleted memory is recorded in the audit log, without its text. On a disk too full
-to write (see `storage_guard`), expiry waits until space returns, and reads go on meanwhile.
+from it stay (that is tier 2), and keep citing the client's ids of the messages they came from: the
+store keeps episode id -> client id, and nothing else, for each expired message they cite. Each
+deleted memory is recorded in the audit log, without its text. (Deleting a session through the API is
+another thing: it forgets what was derived from it too, see `hippograph.forgetting`.) On a disk too
+full to write (see `storage_guard`), expiry waits until space returns, and reads go on meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 
 from hippograph.config import SessionSettings
@@ -49,10 +52,31 @@ def summary_lines(summary: Episode | None) -> list[SummaryLine]:
     return [SummaryLine.model_validate(x) for x in summary.metadata.get("lines", [])] if summary else []
 
 
+def drop_summary_lines(graph: GraphStore, user_id: str, session_ids: Collection[str], gone: Collection[str]) -> int:
+    """Rewrite the summaries of these sessions without the lines quoting deleted episodes (inside the
+    caller's batch). Returns how many summaries changed."""
+    changed = 0
+    for session_id in session_ids:
+        for summary in [e for e in graph.session_episodes(user_id, session_id) if e.kind == EpisodeKind.summary]:
+            lines = summary_lines(summary)
+            kept = [line for line in lines if line.source not in gone]
+            if len(kept) == len(lines):
+                continue
+            rewritten = summary.model_copy(update={
+                "content": render(kept) or "(nothing of substance)",
+                "metadata": {**summary.metadata, "lines": [line.model_dump(mode="json") for line in kept]}})
+            graph.delete_episodes(user_id, [summary.id])
+            graph.add_episodes([rewritten])
+            graph.mark_processed([summary.id], summary.extractor or "summary")
+            graph.set_indexed([summary.id], False)
+            changed += 1
+    return changed
+
+
 class SessionKeeper:
     def __init__(self, graph: GraphStore, indexer: Indexer, summarizer: Summarizer, settings: SessionSettings,
                  write_lock: threading.Lock, fallback: Summarizer | None = None,
-                 guard: StorageGuard | None = None) -> None:
+                 guard: StorageGuard | None = None, on_delete: Callable[[], None] | None = None) -> None:
         self.graph = graph
         self.indexer = indexer
         self.summarizer = summarizer
@@ -60,6 +84,7 @@ class SessionKeeper:
         self.settings = settings
         self._write_lock = write_lock  # the ingest path's: an expiry never interleaves with a write
         self.guard = guard or StorageGuard()  # on a full disk expiry waits (a read must not fail for it)
+        self._on_delete = on_delete  # told after each delete (compaction is due)
 
     # --- summaries -----------------------------------------------------------------------------
     def summarize(self, user_id: str, session_id: str) -> Episode | None:
@@ -88,15 +113,19 @@ class SessionKeeper:
             lines = self.fallback.summarize(summary_lines(previous), aged, cfg.summary_max_tokens)
         last = aged[-1]
         covered = int(previous.metadata.get("messages", 0) if previous else 0) + len(aged)
-        summary = Episode(
-            id=stable_id("sum", user_id, session_id, str(last.seq)), user_id=user_id, session_id=session_id,
-            kind=EpisodeKind.summary, content=render(lines) or "(nothing of substance)", timestamp=last.timestamp,
-            seq=SUMMARY_SEQ, metadata={"through_seq": last.seq, "messages": covered, "method": method,
-                                       "lines": [line.model_dump(mode="json") for line in lines]})
         with self.graph.batch():
             current = stored_summary(self.graph.session_episodes(user_id, session_id))
             if covered_through(current) >= last.seq:
                 return None  # a concurrent call summarised as far or further
+            # a message deleted while the summary was being written must not come back in it
+            alive = {e.id for e in self.graph.get_episodes(user_id, [line.source for line in lines])}
+            lines = [line for line in lines if line.source in alive]
+            summary = Episode(
+                id=stable_id("sum", user_id, session_id, str(last.seq)), user_id=user_id, session_id=session_id,
+                kind=EpisodeKind.summary, content=render(lines) or "(nothing of substance)",
+                timestamp=last.timestamp, seq=SUMMARY_SEQ,
+                metadata={"through_seq": last.seq, "messages": covered, "method": method,
+                          "lines": [line.model_dump(mode="json") for line in lines]})
             self.graph.add_episodes([summary])
             self.graph.mark_processed([summary.id], f"summary:{method}")
             self.graph.set_indexed([summary.id], False)
@@ -130,15 +159,23 @@ class SessionKeeper:
         return done
 
     def delete(self, user_id: str, session_id: str, now: datetime, actor: str, action: str = "delete") -> int:
-        """Delete one session from both stores (the caller holds the write lock); returns how many
-        memories went."""
-        ids = [e.id for e in self.graph.session_episodes(user_id, session_id)]
+        """Delete one session's memories from both stores as its TTL does (the caller holds the write
+        lock): notes and relations stay, and keep the client ids of the messages they cite. Returns
+        how many memories went."""
+        episodes = self.graph.session_episodes(user_id, session_id)
+        ids = [e.id for e in episodes]
         self.indexer.store.delete(ids)  # the index first: the system of record can always redo it
         with self.graph.batch():
+            notes, relations = self.graph.derived_from(user_id, ids)
+            cited = {ep for n in notes for ep in n.source_episode_ids} | {
+                ep for r in relations for ep in r.source_episode_ids}
             deleted = self.graph.delete_session(user_id, session_id)
+            self.graph.keep_client_ids(user_id, {e.id: e.client_id for e in episodes if e.id in cited})
             self.graph.add_audit([audit_event(user_id, actor, action, ep, None, at=now, item_kind="memory",
                                               session_id=session_id) for ep in deleted])
         if late := sorted(set(deleted) - set(ids)):
             self.indexer.store.delete(late)
+        if self._on_delete is not None:
+            self._on_delete()
         log.info("session %r of user %r deleted (%s): %d memories", session_id, user_id, actor, len(deleted))
         return len(deleted)

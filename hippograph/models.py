@@ -106,9 +106,11 @@ class AuditEvent(BaseModel):
     at: datetime
     actor: str = Field(description="Who made the change: 'extractor:<name>' for the write path, else the caller.")
     action: str = Field(description="create | supersede | correct | delete | retire | expire")
-    item_kind: str = Field(description="note | memory")
+    item_kind: str = Field(description="note | memory | relation")
     item_id: str
-    text: str | None = Field(None, description="The item's text after the change (before it, for a delete).")
+    text: str | None = Field(None, description="The item's text after the change; never kept for a delete or "
+                                                "an expiry, and dropped from every event about an item once "
+                                                "it is deleted.")
     related_id: str | None = Field(None, description="The item that replaced it, or that it replaced.")
     session_id: str | None = Field(None, description="For a memory: the session it belongs to.")
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from hippograph.config import ContextSettings, ProfileSettings, SessionSettings, WorldSettings
 from hippograph.errors import Conflict, HippographError, InvalidInput, NotFound
 from hippograph.extraction.base import Extraction, Extractor
+from hippograph.forgetting import Compactor, Forgetting
 from hippograph.graph.base import GraphStore, Subgraph
 from hippograph.ingest import (
     DOCUMENT_CHUNK_CHARS,
@@ -119,8 +120,11 @@ class Hippograph:
         self.retriever = Retriever(graph, indexer)
         self.guard = guard or StorageGuard()  # free disk space, checked before every write
         extractive = ExtractiveSummarizer(counter)
+        self.compactor = Compactor(graph, indexer)
+        self.forgetting = Forgetting(graph, indexer, self.compactor)
         self.sessions = SessionKeeper(graph, indexer, summarizer or extractive, self.session_settings,
-                                      self.ingestor.lock, fallback=extractive, guard=self.guard)
+                                      self.ingestor.lock, fallback=extractive, guard=self.guard,
+                                      on_delete=self.compactor.mark)
         self.usage = usage or UsageMeter()  # model calls and tokens, per user and operation
         self.tenancy = Tenancy(graph, self.guard)  # API keys, and the owner key each tenant's user is filed under
         self._ready = threading.Event()
@@ -226,8 +230,16 @@ class Hippograph:
         return self.ingestor.process_pending()
 
     def expire_sessions(self, now: datetime | None = None) -> int:
-        """Delete every session idle longer than the TTL (the server runs this periodically)."""
-        return self.sessions.expire(now=now)
+        """Delete every session idle longer than the TTL, then compact the stores if anything was
+        deleted since the last sweep (the server runs this periodically)."""
+        expired = self.sessions.expire(now=now)
+        self.compact()
+        return expired
+
+    def compact(self, force: bool = False) -> bool:
+        """Make what was deleted leave the stores' files (WAL checkpoint, vector segments rewritten);
+        runs only when something was deleted since the last compaction, unless forced. True if it ran."""
+        return self.compactor.compact(force)
 
     def list_sessions(self, user_id: str) -> list[dict]:
         self._live_user(user_id)
@@ -237,20 +249,32 @@ class Hippograph:
                 for s in self.graph.list_sessions(user_id)]
 
     def end_session(self, user_id: str, session_id: str, actor: str = "api") -> int:
-        """Forget a session now, as its TTL would: messages, summaries and tool observations go, notes stay."""
+        """Forget a session now: its messages, summaries and tool observations, and what was derived
+        only from them (notes and relations with other sources just lose these). Unlike the TTL, which
+        keeps what was extracted."""
         self._require_user(user_id)
         if not any(s.session_id == session_id for s in self.graph.list_sessions(user_id)):
             raise NotFound(f"this user has no session {session_id!r}")
         self.guard.check("ending the session")
         with self.ingestor.lock:
-            return self.sessions.delete(user_id, session_id, utcnow(), actor)
+            return self.forgetting.session(user_id, session_id, actor)
+
+    def _episode_ids(self, user_id: str, memory_id: str) -> list[str]:
+        """The episode ids a message, or a document's pieces, may have: our id, or the client's."""
+        chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
+        return [memory_id, stable_id("ep", user_id, memory_id),
+                *(stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks))]
 
     def _memory(self, user_id: str, memory_id: str) -> list[Episode]:
         """A message, or a document's pieces, by the client's id or ours (of a user known to exist)."""
-        probe = [memory_id, stable_id("ep", user_id, memory_id)]
-        chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
-        probe += [stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks)]
-        found = sorted(self.graph.get_episodes(user_id, probe), key=lambda e: e.seq)
+        found = sorted(self.graph.get_episodes(user_id, self._episode_ids(user_id, memory_id)), key=lambda e: e.seq)
+        if not found:
+            raise NotFound(f"user {user_id!r} has no memory {memory_id!r}")
+        return found
+
+    def _expired_memory(self, user_id: str, memory_id: str) -> dict[str, str]:
+        """An expired message or document that notes or relations still cite: episode id -> client id."""
+        found = self.graph.client_ids(user_id, self._episode_ids(user_id, memory_id))
         if not found:
             raise NotFound(f"this user has no memory {memory_id!r}")
         return found
@@ -267,19 +291,21 @@ class Hippograph:
              "status": "processed" if e.processed else "pending", "extractor": e.extractor} for e in found]}
 
     def delete_memory(self, user_id: str, memory_id: str, actor: str = "api") -> list[str]:
-        """Delete one message or document (by the client's id or ours) from both stores. What was
-        extracted from it into the profile stays: delete those items separately."""
+        """Delete one message or document (by the client's id or ours) from every store, with the notes
+        and relations derived only from it; those with other sources lose it (and a relation worded in
+        its sentence is reworded), session summaries lose its lines. A message that already expired
+        but is still cited by notes or relations can be deleted the same way."""
         self._require_user(user_id)
-        found = self._memory(user_id, memory_id)
-        ids = [e.id for e in found]
+        try:
+            found = self._memory(user_id, memory_id)
+            ids, names = [e.id for e in found], [e.client_id or e.id for e in found]
+        except NotFound:
+            expired = self._expired_memory(user_id, memory_id)
+            ids, names = list(expired), list(expired.values())
         self.guard.check("deleting the memory")
         with self.ingestor.lock:
-            self.indexer.store.delete(ids)
-            with self.graph.batch():
-                deleted = self.graph.delete_episodes(user_id, ids)
-                self.graph.add_audit([audit_event(user_id, actor, "delete", e.id, None, item_kind="memory",
-                                                  session_id=e.session_id) for e in found if e.id in deleted])
-        return [e.client_id or e.id for e in found]
+            self.forgetting.episodes(user_id, ids, actor)
+        return names
 
     @_for_user
     def handoff(self, user_id: str, session_id: str, task: str, to_agent: str | None = None) -> dict:
@@ -299,17 +325,17 @@ class Hippograph:
     def forget_user(self, user_id: str) -> None:
         self._require_user(user_id)
         self.guard.check("forgetting the user")
-        self.indexer.store.delete_user(user_id)
-        self.graph.delete_user(user_id)
+        with self.ingestor.lock:
+            self.forgetting.user(user_id)
 
     def delete_note(self, user_id: str, item_id: str, actor: str = "api") -> None:
+        """Delete a profile item: its text leaves every store and the audit log, the relations that
+        say the same thing go with it, and an item it had replaced no longer points at it."""
         self._require_user(user_id)
         note = self._own_note(user_id, item_id)
         self.guard.check("deleting the profile item")
-        with self.graph.batch():
-            self.graph.delete_note(user_id, item_id)
-            self.graph.add_audit([audit_event(user_id, actor, "delete", item_id, note.text)])
-        self.indexer.store.delete([item_id])
+        with self.ingestor.lock:
+            self.forgetting.note(user_id, note, actor)
 
     @_for_user
     def correct_note(self, user_id: str, item_id: str, text: str, actor: str = "api") -> Note:
@@ -319,7 +345,8 @@ class Hippograph:
         old = self._own_note(user_id, item_id)
         if not old.current:
             raise Conflict(f"profile item {item_id!r} was already replaced by {old.superseded_by!r}: "
-                           "correct the current item")
+                           "correct the current item" if old.superseded_by else
+                           f"profile item {item_id!r} is no longer current: correct a current item")
         self.guard.check("correcting the profile item")
         now = utcnow()
         new = Note(id=new_id("note"), user_id=user_id, kind=old.kind, text=text.strip(), slot=old.slot,
@@ -372,12 +399,13 @@ class Hippograph:
         return out
 
     def _provenance(self, user_id: str, episode_ids: Sequence[str]) -> list[str]:
-        """Client ids (message/document ids) of the episodes, where the client gave them."""
+        """Client ids (message/document ids) of the episodes, where the client gave them; an episode
+        that was deleted is not listed (one that expired still is)."""
         client = self._client_ids(user_id, episode_ids)
-        return [client.get(i, i) for i in episode_ids]
+        return [client[i] for i in episode_ids if i in client]
 
     def _client_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
-        return {e.id: e.client_id or e.id for e in self.graph.get_episodes(user_id, list(dict.fromkeys(episode_ids)))}
+        return self.graph.client_ids(user_id, list(dict.fromkeys(episode_ids)))
 
     @_for_user
     def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
@@ -450,7 +478,7 @@ class Hippograph:
             client = self._client_ids(user_id, [ep for eps in latest.values() for ep in eps])
             draft.items["notes"] = [ContextItem(id=n.id, section="notes", kind="note", text=n.text,
                                                 timestamp=n.valid_at, via=["notes"],
-                                                provenance=[client.get(ep, ep) for ep in latest[n.id]])
+                                                provenance=[client[ep] for ep in latest[n.id] if ep in client])
                                     for n in notes]
             outdated = self._outdated_episodes(user_id, [c.id for c in cands])
             draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id)) for c in _dedupe(cands)]

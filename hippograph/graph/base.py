@@ -94,8 +94,23 @@ class GraphStore(Protocol):
         """Whether an episode belongs in the vector index (small talk does not)."""
 
     def delete_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
-        """Delete these episodes of the user and their mention links; returns the ids that were there.
-        Notes and relations that came from them stay (they are long-term memory)."""
+        """Delete these episodes of the user and their mention links, and forget the client ids kept for
+        any of them that expired; returns the ids of the stored ones. Notes and relations that came
+        from them stay (see `graph.forget` for the cascade)."""
+        ...
+
+    def mentioned_in(self, user_id: str, episode_ids: Sequence[str]) -> list[str]:
+        """Ids of the entities these episodes mention."""
+        ...
+
+    def keep_client_ids(self, user_id: str, client_ids: Mapping[str, str | None]) -> None:
+        """Remember episode id -> client id (no content) for episodes about to expire, so notes and
+        relations that stay keep citing the client's message ids."""
+        ...
+
+    def client_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
+        """For each of these episode ids still known (stored, or expired and remembered by
+        `keep_client_ids`): the client's id for it, or the episode id where the client gave none."""
         ...
 
     # --- sessions (tier 1 lives and dies by them) ----------------------------------------------
@@ -114,13 +129,19 @@ class GraphStore(Protocol):
 
     def delete_session(self, user_id: str, session_id: str) -> list[str]:
         """Delete the session and every episode in it (messages, summaries, tool observations) with
-        their mention links; returns the deleted episode ids. Notes and relations stay."""
+        their mention links; returns the deleted episode ids. Notes and relations stay, and so do the
+        client ids kept for its episodes (`keep_client_ids`)."""
         ...
 
     def all_item_ids(self, user_id: str | None = None) -> dict[str, list[str]]:
         """Ids of everything the vector store should hold, by kind (episode, note, relation)."""
 
     # --- entities and relations ----------------------------------------------------------------
+    def drop_orphan_entities(self, user_id: str, entity_ids: Sequence[str]) -> list[str]:
+        """Delete those of these entities (never the user's own) that no relation and no episode
+        touches any more; returns their ids."""
+        ...
+
     def resolve_entities(self, user_id: str, entities: Sequence[Entity]) -> list[Entity]:
         """Merge each entity with a stored one of the same normalised name or alias, else insert.
         Returns the stored entities in input order."""
@@ -138,6 +159,14 @@ class GraphStore(Protocol):
         new source episode ids. Returns the stored relations in input order."""
 
     def invalidate_relations(self, ids: Sequence[str], at: datetime) -> None: ...
+
+    def delete_relations(self, user_id: str, ids: Sequence[str]) -> None:
+        """Delete these relations of the user outright (not just invalidate them)."""
+        ...
+
+    def rewrite_relations(self, relations: Sequence[Relation]) -> None:
+        """Store new `fact` and `source_episode_ids` for these (stored) relations."""
+        ...
 
     def current_relations(self, user_id: str, source_id: str, predicate: str) -> list[Relation]: ...
 
@@ -181,7 +210,27 @@ class GraphStore(Protocol):
 
     def list_notes(self, user_id: str, include_history: bool = False) -> list[Note]: ...
 
-    def delete_note(self, user_id: str, note_id: str) -> bool: ...
+    def delete_note(self, user_id: str, note_id: str) -> bool:
+        """Delete the note; notes it had superseded keep their history but no longer point at it
+        (`superseded_by` cleared). False when there was no such note."""
+        ...
+
+    def set_note_sources(self, user_id: str, note_id: str, episode_ids: Sequence[str]) -> None:
+        """Replace the note's source episode ids (and their links)."""
+        ...
+
+    def derived_from(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
+        """The user's notes and relations, current or not, that came from any of these episodes."""
+        ...
+
+    def redact_audit(self, user_id: str, item_ids: Sequence[str]) -> None:
+        """Drop the text of the user's audit events about these items (action, time and actor stay)."""
+        ...
+
+    def compact(self, full: bool = False) -> None:
+        """Make deleted data leave the store's files where the store can (e.g. a WAL checkpoint);
+        `full` also rewrites what older versions left behind (offline: may take a while)."""
+        ...
 
     def add_audit(self, events: Sequence[AuditEvent]) -> None:
         """Append to the user's audit log (part of the surrounding batch(), like any write)."""

@@ -22,7 +22,8 @@ from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Rela
 
 LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,39}$")
 PREDICATE = re.compile(r"^[A-Z][A-Z0-9_]{0,49}$")
-RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person", "Session", "Audit", "ApiKey"})
+RESERVED_LABELS = frozenset({"Entity", "User", "Episode", "Note", "Person", "Session", "Audit", "ApiKey",
+                             "EpisodeRef"})
 
 SCHEMA = [
     "CREATE CONSTRAINT hg_user_id IF NOT EXISTS FOR (u:User) REQUIRE u.user_id IS UNIQUE",
@@ -46,6 +47,8 @@ SCHEMA = [
     "CREATE CONSTRAINT hg_user_ref IF NOT EXISTS FOR (u:User) REQUIRE (u.tenant, u.external_id) IS UNIQUE",
     "CREATE CONSTRAINT hg_key_id IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.id IS UNIQUE",
     "CREATE CONSTRAINT hg_key_hash IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.key_hash IS UNIQUE",
+    "CREATE CONSTRAINT hg_episode_ref_id IF NOT EXISTS FOR (r:EpisodeRef) REQUIRE r.id IS UNIQUE",
+    "CREATE INDEX hg_episode_ref_user IF NOT EXISTS FOR (r:EpisodeRef) ON (r.user_id)",
 ]
 # A database made before tenants: each of its users becomes a user of the default tenant, its data
 # filed under the user id it always had.
@@ -103,7 +106,7 @@ RETURN {_KEY}
 HAS_KEYS = "RETURN EXISTS { MATCH (k:ApiKey) WHERE k.revoked_at IS NULL } AS ok"
 
 DELETE_CHUNK = "MATCH (n:{0} {{user_id: $user}}) WITH n LIMIT $chunk DETACH DELETE n RETURN count(*) AS n"
-DELETE_ORDER = ("Audit", "Session", "Note", "Episode", "Entity", "User")  # the User node last: a failed delete can be rerun
+DELETE_ORDER = ("Audit", "Session", "Note", "Episode", "EpisodeRef", "Entity", "User")  # the User node last: a failed delete can be rerun
 
 # --- episodes ------------------------------------------------------------------------------------
 ADD_EPISODES = f"""
@@ -134,6 +137,7 @@ PENDING_OF_USER = f"MATCH (e:Episode {{user_id: $user}}) WHERE e.processed = fal
 MARK_PROCESSED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.processed = true, e.extractor = $extractor"
 SET_INDEXED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.indexed = $indexed"
 DELETE_EPISODES = """
+CALL () { MATCH (r:EpisodeRef) WHERE r.id IN $ids AND r.user_id = $user DELETE r }
 MATCH (e:Episode) WHERE e.id IN $ids AND e.user_id = $user
 WITH e, e.id AS id DETACH DELETE e RETURN id
 """
@@ -336,7 +340,10 @@ MATCH (:Entity {{user_id: $user}})-[r]->(:Entity)
 WHERE {_RELATION_EDGE} AND r.user_id = $user AND r.invalid_at IS NOT NULL AND any(x IN r.episodes WHERE x IN $ids)
 RETURN r {{.*, source_id: startNode(r).id, target_id: endNode(r).id}} AS r ORDER BY r.id
 """
-DELETE_NOTE = "MATCH (n:Note {id: $id, user_id: $user}) DETACH DELETE n RETURN count(*) AS n"
+DELETE_NOTE = """
+CALL () { MATCH (o:Note {user_id: $user, superseded_by: $id}) SET o.superseded_by = null }
+MATCH (n:Note {id: $id, user_id: $user}) DETACH DELETE n RETURN count(*) AS n
+"""
 
 
 # --- values --------------------------------------------------------------------------------------

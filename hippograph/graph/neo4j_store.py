@@ -10,6 +10,7 @@ Model (every node and relationship carries `user_id`; every query is scoped by i
   (:Note)-[:SUPERSEDED_BY]->(:Note), (:Note)-[:FROM]->(:Episode)
   (:Session {user_id, session_id, started_at, last_active_at, name})   activity, for the session TTL
   (:Audit {id, user_id, at, actor, action, item_kind, item_id, text, related_id, name, ord})
+  (:EpisodeRef {id, user_id, client_id})   an expired episode's client id (see neo4j_forget.py)
 Episodes hang off their entities (MENTIONS), not off the user: no super-node, and a User node exists
 only once `ensure_user` ran, as the SQLite `users` row does. `ord` is the insertion order (SQLite's rowid).
 
@@ -35,6 +36,7 @@ from hippograph.auth import DEFAULT_TENANT, ApiKey
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
+from hippograph.graph.neo4j_forget import Neo4jForgetting
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
@@ -56,7 +58,7 @@ async def _cypher(tx: Tx, query: str, params: dict[str, Any]) -> Rows:
     return await _data(tx, query, **params)
 
 
-class Neo4jGraphStore:
+class Neo4jGraphStore(Neo4jForgetting):
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
                  database: str = "neo4j") -> None:
         self.uri = uri

@@ -34,6 +34,7 @@ from hippograph.graph.schema import (
     relation_of,
     session_of,
 )
+from hippograph.graph.sqlite_forget import EPISODE_REFS, SqliteForgetting
 from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id, utcnow
 from hippograph.storage_guard import disk_full
 
@@ -52,7 +53,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-class SqliteGraphStore:
+class SqliteGraphStore(SqliteForgetting):
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
@@ -72,8 +73,9 @@ class SqliteGraphStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA secure_delete=ON")  # deleted text is zeroed, not left in free pages
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            conn.executescript(SCHEMA)
+            conn.executescript(SCHEMA + EPISODE_REFS)
             migrate(conn, "sessions" not in tables, before_tenants="owners" not in tables)
         except (sqlite3.Error, OSError) as exc:
             raise disk_full(exc, self.path) or BackendUnavailable(
@@ -157,8 +159,8 @@ class SqliteGraphStore:
 
     def delete_user(self, user_id: str) -> None:
         with self._tx() as c:
-            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "audit", "sessions",
-                          "users"):
+            for table in ("mentions", "relations", "notes", "aliases", "entities", "episodes", "episode_refs",
+                          "audit", "sessions", "users"):
                 c.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             c.execute("DELETE FROM owners WHERE owner=?", (user_id,))
         self._graphs.pop(user_id, None)
@@ -289,6 +291,7 @@ class SqliteGraphStore:
             found = [r["id"] for r in c.execute(
                 f"SELECT id FROM episodes WHERE +user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids))]
             self._delete_episode_rows(c, user_id, found)
+            c.execute(f"DELETE FROM episode_refs WHERE user_id=? AND episode_id IN ({_marks(len(ids))})", (user_id, *ids))
         return found
 
     def _delete_episode_rows(self, c: sqlite3.Connection, user_id: str, ids: list[str]) -> None:
@@ -626,4 +629,5 @@ class SqliteGraphStore:
     def delete_note(self, user_id: str, note_id: str) -> bool:
         self._history.drop(user_id)
         with self._tx() as c:
+            c.execute("UPDATE notes SET superseded_by=NULL WHERE user_id=? AND superseded_by=?", (user_id, note_id))
             return bool(c.execute("DELETE FROM notes WHERE user_id=? AND id=?", (user_id, note_id)).rowcount)

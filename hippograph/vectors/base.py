@@ -65,6 +65,10 @@ class VectorStore(Protocol):
     def maintain(self) -> bool:
         """Build indexes and compact (may block for seconds: run it offline). True if anything changed."""
 
+    def compact(self) -> None:
+        """Make deleted points leave the store's files (segments and write-ahead log) where the store
+        can; may take a pass over the whole store."""
+
     def upsert(
         self, records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec]
     ) -> None:

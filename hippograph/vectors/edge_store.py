@@ -29,6 +29,8 @@ The payload layout is shared with `qdrant_store` (see `payload.py`).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -137,6 +139,7 @@ class EdgeVectorStore:
             if self._shard is not None:
                 return
             try:
+                self._finish_compaction()  # before the folder is made: a missing folder means a swap was cut short
                 self.path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ConfigurationError(f"cannot create vector store folder {self.path}: {exc}") from exc
@@ -247,6 +250,64 @@ class EdgeVectorStore:
             except Exception as exc:
                 raise disk_full(exc, self.path) or BackendUnavailable(
                     f"vector store maintenance failed: {_native(exc)}") from exc
+
+    # --- compaction: deleted points leave the files --------------------------------------------
+    def _beside(self, suffix: str) -> Path:
+        return self.path.with_name(f"{self.path.name}.{suffix}")
+
+    def _finish_compaction(self) -> None:
+        """Complete or undo a compaction a crash interrupted. The new copy is renamed into place only
+        once it is complete and closed, so a copy found where the store should be is complete."""
+        fresh, old = self._beside("compacting"), self._beside("old")
+        if not self.path.exists() and fresh.exists():
+            os.rename(fresh, self.path)
+        elif not self.path.exists() and old.exists():
+            os.rename(old, self.path)
+        for leftover in (fresh, old):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+    def compact(self) -> None:
+        """Rewrite the shard with only its live points, so nothing deleted stays in any file.
+
+        A deleted point stays in its segment's payload and vector files until the vacuum optimizer
+        rebuilds the segment (only past 20% deleted and 1000 points), and every write stays in the WAL
+        (32 MB segments, kept until full and acknowledged) whatever the optimizer does. Copying the live
+        points into a new shard and swapping the folders removes both. The cost is one pass over the
+        store: run it when something was deleted, not on every write."""
+        with self._lock:
+            shard = self._open_shard()
+            fresh_path, old = self._beside("compacting"), self._beside("old")
+            shutil.rmtree(fresh_path, ignore_errors=True)
+            try:
+                shard.flush()
+                fresh = qe.EdgeShard.create(str(fresh_path), self._config())
+                try:
+                    self._ensure_indexes(fresh)
+                    offset: Any = None
+                    while True:
+                        page = qe.ScrollRequest(offset=offset, limit=512, with_payload=True, with_vector=True)
+                        records, offset = shard.scroll(page)
+                        if records:
+                            fresh.update(qe.UpdateOperation.upsert_points(
+                                [qe.Point(r.id, r.vector, r.payload) for r in records]))  # type: ignore[arg-type]
+                        if offset is None:
+                            break
+                    fresh.flush()
+                finally:
+                    fresh.close()
+            except Exception as exc:
+                shutil.rmtree(fresh_path, ignore_errors=True)
+                raise BackendUnavailable(f"vector store compaction failed: {_native(exc)}") from exc
+            self._shard = None
+            try:
+                shard.close()
+                os.rename(self.path, old)
+                os.rename(fresh_path, self.path)
+                shutil.rmtree(old, ignore_errors=True)
+            except OSError as exc:
+                raise BackendUnavailable(f"vector store compaction failed: {exc}") from exc
+            finally:
+                self.open()  # the new shard, or (after a failed swap) whichever copy is complete
 
     # --- VectorStore ---------------------------------------------------------------------------
 

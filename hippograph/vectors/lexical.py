@@ -9,6 +9,10 @@ query scores `sum(idf(t) * tf_part(t, doc))` over shared terms - plain BM25 - wi
 frequencies that stay current as points come and go.
 
 `avg_len`, `k` and `b` are baked into the stored vectors: changing them needs a re-index.
+
+The encoder keeps nothing of the texts it encodes (no vocabulary, no document statistics): what a
+delete must remove lives in the vector store, which drops it from its statistics and, once
+compacted, from its files.
 """
 
 from __future__ import annotations

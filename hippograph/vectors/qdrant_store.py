@@ -170,6 +170,9 @@ class QdrantVectorStore:
         """Nothing to do: a Qdrant server (and the local mode) optimizes on its own."""
         return False
 
+    def compact(self) -> None:
+        """Nothing to do from here: a Qdrant server vacuums deleted points and rotates its WAL itself."""
+
     def upsert(
         self, records: Sequence[VectorRecord], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVec]
     ) -> None:

@@ -84,16 +84,20 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
             rows = cypher(driver, query, user=user, tenant="default", name=name)
             assert rows, f"README query returned nothing: {query}"
 
-        # session memory vanishes on Neo4j too: the session's episodes go, the notes they taught stay
+        # deleting a session on Neo4j too: its episodes go, and the notes only they taught
         sessions = cypher(driver, "MATCH (s:Session {user_id: $u}) RETURN s.name AS name ORDER BY name", u=user)
         assert [s["name"] for s in sessions] == ["june", "monday"]
         notes_before = cypher(driver, "MATCH (n:Note {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"]
+        assert notes_before > 1
         resp = client.delete(f"/v1/users/{name}/sessions/monday?actor=user:alice")
         assert resp.status_code == 200 and resp.json()["memories_deleted"] == 2
         assert cypher(driver, "MATCH (e:Episode {user_id: $u, session_id: 'monday'}) RETURN e", u=user) == []
-        assert cypher(driver, "MATCH (n:Note {user_id: $u}) RETURN count(n) AS n", u=user)[0]["n"] == notes_before
+        left = cypher(driver, "MATCH (n:Note {user_id: $u}) RETURN n.text AS text, n.superseded_by AS by", u=user)
+        assert [n["text"] for n in left] == ["Manages the whole country"] and left[0]["by"] is None
         deleted = cypher(driver, "MATCH (a:Audit {user_id: $u, action: 'delete', item_kind: 'memory'}) "
                                  "RETURN a.actor AS actor, a.session_id AS session", u=user)
+        assert cypher(driver, "MATCH (a:Audit {user_id: $u, action: 'delete'}) WHERE a.text IS NOT NULL "
+                              "RETURN a", u=user) == []
         assert deleted == [{"actor": "user:alice", "session": "monday"}] * 2
 
         assert client.delete(f"/v1/users/{name}").status_code == 200

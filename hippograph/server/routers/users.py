@@ -43,6 +43,9 @@ def correct_profile_item(service: Service, who: Writer, body: CorrectionRequest,
 @router.delete("/{user_id}/profile/{item_id}")
 def delete_profile_item(service: Service, who: Writer, item_id: Id, user_id: Id = UserId,
                         actor: str = ActorQuery) -> dict:
+    """Delete a profile item: its text leaves every store and the audit log (the delete is recorded
+    without it), the relations saying the same thing go too, and an item it replaced no longer points
+    at it."""
     owner = service.tenancy.owner(who.tenant, user_id)
     service.delete_note(owner, item_id, actor=who.actor(actor))
     return {"deleted": item_id}
@@ -56,7 +59,8 @@ def audit_log(
 ) -> dict:
     """Every creation, supersession, correction, retirement, deletion and expiry of the user's profile
     items and memories, oldest first, with who made it and when (`item_id` narrows it to one item and
-    what replaced it). Deleted memories are listed without their text."""
+    what replaced it). Deletes and expiries are listed without text, and a deleted item's earlier
+    events lose theirs."""
     owner = service.tenancy.owner(who.tenant, user_id)
     events = service.audit(owner, item_id, limit, kind)
     return {"user_id": user_id, "events": [{**e.model_dump(mode="json"), "user_id": user_id} for e in events]}
@@ -73,8 +77,9 @@ def get_memory(service: Service, who: Reader, memory_id: Id, user_id: Id = UserI
 @router.delete("/{user_id}/memories/{memory_id}")
 def delete_memory(service: Service, who: Writer, memory_id: Id, user_id: Id = UserId,
                   actor: str = ActorQuery) -> dict:
-    """Delete one message or document (the client's id, or ours) from every store. Profile items
-    extracted from it stay; delete them through the profile."""
+    """Delete one message or document (the client's id, or ours; an expired one too while notes cite
+    it) from every store, with the profile items and relations derived only from it; those with other
+    sources no longer cite it, and session summaries lose its lines."""
     owner = service.tenancy.owner(who.tenant, user_id)
     return {"deleted": service.delete_memory(owner, memory_id, actor=who.actor(actor))}
 
@@ -89,8 +94,8 @@ def sessions(service: Service, who: Reader, user_id: Id = UserId) -> dict:
 @router.delete("/{user_id}/sessions/{session_id}")
 def end_session(service: Service, who: Writer, session_id: Id, user_id: Id = UserId,
                 actor: str = ActorQuery) -> dict:
-    """Forget a session now, as its TTL would: its messages, summaries and tool results go; the
-    profile items extracted from it stay."""
+    """Forget a session now: its messages, summaries and tool results, and the profile items and
+    relations derived only from them (the TTL, unlike this, keeps what was extracted)."""
     owner = service.tenancy.owner(who.tenant, user_id)
     return {"deleted": session_id,
             "memories_deleted": service.end_session(owner, session_id, actor=who.actor(actor))}
