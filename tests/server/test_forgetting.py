@@ -58,8 +58,9 @@ def test_the_probe_deleted_note_and_ended_session_leave_nothing(client: TestClie
     assert client.delete(f"/v1/users/pat/profile/{home['id']}?actor=user:pat").status_code == 200
     # the relation saying the same thing went with the note (the message itself stays until deleted)
     svc: Hippograph = client.app.state.service
-    me = svc.graph.ensure_user("pat")
-    assert [r.predicate for r in svc.graph.relations_of("pat", [me.id])] == ["LOVES"]
+    pat = svc.tenancy.owner("default", "pat")  # the stores keep pat's data under pat's owner key
+    me = svc.graph.ensure_user(pat)
+    assert [r.predicate for r in svc.graph.relations_of(pat, [me.id])] == ["LOVES"]
     assert client.delete("/v1/users/pat/sessions/s1?actor=user:pat").status_code == 200
 
     seen = everything(client, "pat", "Where do I live? Seattle hiking")
@@ -98,10 +99,11 @@ def test_a_deleted_message_leaves_the_session_summary(tmp_path) -> None:
             city = SECRET if i == 1 else f"town number {i}"
             say(client, "rae", "s", f"r{i}", f"Step {i}: we decided the offsite moves to {city} in May.")
         svc: Hippograph = client.app.state.service
-        summary = next(e for e in svc.graph.session_episodes("rae", "s") if e.kind.value == "summary")
+        rae = svc.tenancy.owner("default", "rae")
+        summary = next(e for e in svc.graph.session_episodes(rae, "s") if e.kind.value == "summary")
         assert SECRET in summary.content
         assert client.delete("/v1/users/rae/memories/r1").status_code == 200
-        summary = next(e for e in svc.graph.session_episodes("rae", "s") if e.kind.value == "summary")
+        summary = next(e for e in svc.graph.session_episodes(rae, "s") if e.kind.value == "summary")
         assert SECRET not in summary.content and "town number 2" in summary.content
         assert all(line["source"] != "r1" for line in summary.metadata["lines"])
         ctx = client.post("/v1/context", json={"user_id": "rae", "session_id": "s", "query": "offsite?"}).json()

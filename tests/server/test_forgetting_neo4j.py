@@ -39,7 +39,8 @@ def holding(driver: Driver, secret: str) -> list[str]:
 def test_deleted_text_leaves_the_neo4j_graph(tmp_path, driver: Driver, how: str) -> None:
     secret, user = SECRET, f"val-neo4j-{how}"
     with driver.session(database="neo4j") as session:  # what an earlier, failed run may have left
-        session.run("MATCH (n) WHERE n.user_id = $user DETACH DELETE n", user=user).consume()
+        session.run("MATCH (u:User {tenant: 'default', external_id: $user}) WITH u.user_id AS owner "
+                    "MATCH (n) WHERE n.user_id = owner DETACH DELETE n", user=user).consume()
     assert holding(driver, secret) == []
     settings = Settings(data_dir=tmp_path / "data", graph=GraphSettings(backend="neo4j", uri=URI))
     with TestClient(create_app(settings)) as client:
