@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,22 @@ def make_store(backend: str, tmp_path: Path, fresh: bool = True) -> GraphStore:
 def graph_store(tmp_path) -> Callable[..., GraphStore]:
     """`graph_store("embedded" | "neo4j", fresh=True)`: an unopened store; fresh=False reuses the data."""
     return lambda backend, fresh=True: make_store(backend, tmp_path, fresh)
+
+
+def drop_keys() -> None:
+    """Keys in the shared test Neo4j would make every later server there require them."""
+    cypher("MATCH (k:ApiKey) DELETE k")
+
+
+@pytest.fixture(params=["embedded", "neo4j"])
+def store(request, graph_store) -> Iterator[GraphStore]:
+    """An open store of each backend: the contract suites run every test on both."""
+    s = graph_store(request.param)
+    s.open()
+    yield s
+    s.close()
+    if request.param == "neo4j":
+        drop_keys()
 
 
 @pytest.fixture

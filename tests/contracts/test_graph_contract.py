@@ -17,14 +17,6 @@ from hippograph.models import AuditEvent, Entity, Episode, Note, NoteKind, Relat
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["embedded", "neo4j"])
-def store(request, graph_store) -> Iterator[GraphStore]:
-    s = graph_store(request.param)
-    s.open()
-    yield s
-    s.close()
-
-
 def ep(user: str, i: int, session: str = "s1", content: str | None = None) -> Episode:
     return Episode(id=f"{user}-ep{i}", user_id=user, session_id=session, role=Role.user,
                    content=content or f"message {i}", timestamp=T0 + timedelta(minutes=i), seq=i)

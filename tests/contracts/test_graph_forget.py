@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-
-import pytest
 
 from hippograph.graph.base import GraphStore
 from hippograph.graph.forget import forget_episodes, forget_note
@@ -19,14 +16,6 @@ SAID = {
     2: "We moved there in 2019. I live in Seattle now, near the lake.",
     3: "My sister Ana lives in Lisbon.",
 }
-
-
-@pytest.fixture(params=["embedded", "neo4j"])
-def store(request, graph_store) -> Iterator[GraphStore]:
-    s = graph_store(request.param)
-    s.open()
-    yield s
-    s.close()
 
 
 def ep(i: int, content: str, session: str = "s1", client: str | None = None) -> Episode:

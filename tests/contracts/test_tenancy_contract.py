@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -14,21 +13,6 @@ from hippograph.graph.base import GraphStore
 from hippograph.models import Episode, Role, utcnow
 from hippograph.tenancy import NOBODY, Tenancy
 from tests.contracts.conftest import cypher
-
-
-@pytest.fixture(params=["embedded", "neo4j"])
-def store(request, graph_store) -> Iterator[GraphStore]:
-    s = graph_store(request.param)
-    s.open()
-    yield s
-    s.close()
-    if request.param == "neo4j":
-        drop_keys()
-
-
-def drop_keys() -> None:
-    """Keys in the shared test Neo4j would make every later server there require them."""
-    cypher("MATCH (k:ApiKey) DELETE k")
 
 
 def test_keys_are_stored_as_hashes_and_revoked_at_once(store: GraphStore) -> None:

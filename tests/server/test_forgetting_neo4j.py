@@ -5,11 +5,10 @@ reuses deleted records itself), and the embedded vector store's files do not eit
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from neo4j import Driver, GraphDatabase
+from neo4j import Driver
 
 from hippograph.config import GraphSettings, Settings
 from hippograph.server.app import create_app
@@ -17,14 +16,6 @@ from hippograph.service import Hippograph
 from tests.server.test_forgetting import SECRET, files_holding, say, search
 
 URI = os.environ.get("HIPPOGRAPH_TEST_NEO4J_URI", "")
-
-
-@pytest.fixture
-def driver() -> Iterator[Driver]:
-    if not URI:
-        pytest.fail("HIPPOGRAPH_TEST_NEO4J_URI is not set: run the tests with scripts/test, which starts Neo4j")
-    with GraphDatabase.driver(URI, auth=None) as drv:
-        yield drv
 
 
 def holding(driver: Driver, secret: str) -> list[str]:

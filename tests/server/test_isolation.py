@@ -19,8 +19,7 @@ from fastapi.testclient import TestClient
 from hippograph.auth import Scope
 from hippograph.config import GraphSettings, Settings
 from hippograph.server.app import create_app
-from tests.contracts.conftest import neo4j_uri, wipe_neo4j
-from tests.contracts.test_tenancy_contract import drop_keys
+from tests.contracts.conftest import drop_keys, neo4j_uri, wipe_neo4j
 
 TENANTS = ("acme", "globex", "initech")
 USERS = ("alice", "bob", "carol")

@@ -6,25 +6,15 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from fastapi.testclient import TestClient
-from neo4j import Driver, GraphDatabase
+from neo4j import Driver
 
 from hippograph.config import GraphSettings, Settings
 from hippograph.server.app import create_app
 from tests.conftest import ROOT
 
 URI = os.environ.get("HIPPOGRAPH_TEST_NEO4J_URI", "")
-
-
-@pytest.fixture
-def driver() -> Iterator[Driver]:
-    if not URI:
-        pytest.fail("HIPPOGRAPH_TEST_NEO4J_URI is not set: run the tests with scripts/test, which starts Neo4j")
-    with GraphDatabase.driver(URI, auth=None) as drv:
-        yield drv
 
 
 def cypher(driver: Driver, query: str, **params: object) -> list[dict]:
