@@ -16,7 +16,6 @@ from typing import Any
 
 from neo4j.time import DateTime
 
-from hippograph.auth import ApiKey
 from hippograph.errors import InvalidInput
 from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, SessionInfo
 
@@ -86,25 +85,6 @@ CALL (u) {
   MATCH (n:Note {user_id: $user}) MERGE (u)-[h:HAS_NOTE]->(n) ON CREATE SET h.user_id = $user
 }
 """
-# --- tenants and keys: (:User {user_id: <owner key>, tenant, external_id}), (:ApiKey {...}) ---------
-OWNER_OF = "MATCH (u:User {tenant: $tenant, external_id: $user}) RETURN u.user_id AS owner"
-REGISTER_OWNER = """
-MERGE (u:User {tenant: $tenant, external_id: $user})
-ON CREATE SET u.user_id = $owner, u.name = $user, u.registered_at = $now
-RETURN u.user_id AS owner
-"""
-OWNERS = "UNWIND $owners AS o MATCH (u:User {user_id: o}) RETURN o AS owner, u.tenant AS tenant, u.external_id AS user"
-_KEY = "k {.id, .tenant, .name, .scopes, .key_hash, .created_at, .revoked_at} AS k"
-ADD_KEY = "CREATE (k:ApiKey) SET k = $props"
-KEY_BY_HASH = f"MATCH (k:ApiKey {{key_hash: $hash}}) RETURN {_KEY}"
-LIST_KEYS = f"MATCH (k:ApiKey) WHERE $tenant IS NULL OR k.tenant = $tenant RETURN {_KEY} ORDER BY k.created_at, k.id"
-REVOKE_KEY = f"""
-MATCH (k:ApiKey {{id: $id}}) WHERE $tenant IS NULL OR k.tenant = $tenant
-SET k.revoked_at = coalesce(k.revoked_at, $at)
-RETURN {_KEY}
-"""
-HAS_KEYS = "RETURN EXISTS { MATCH (k:ApiKey) WHERE k.revoked_at IS NULL } AS ok"
-
 DELETE_CHUNK = "MATCH (n:{0} {{user_id: $user}}) WITH n LIMIT $chunk DETACH DELETE n RETURN count(*) AS n"
 DELETE_ORDER = ("Audit", "Session", "Note", "Episode", "EpisodeRef", "Entity", "User")  # the User node last: a failed delete can be rerun
 
@@ -446,16 +426,6 @@ def to_note(r: dict[str, Any]) -> Note:
                 valid_at=_dt(r["valid_at"]), invalid_at=from_neo(r.get("invalid_at")),
                 superseded_by=r.get("superseded_by"), source_episode_ids=list(r.get("episodes") or []),
                 created_at=_dt(r["created_at"]), confidence=r.get("confidence", 0.7))
-
-
-def key_props(key: ApiKey) -> dict[str, Any]:
-    return {"id": key.id, "tenant": key.tenant, "name": key.name, "scopes": [s.value for s in key.scopes],
-            "key_hash": key.key_hash, "created_at": to_neo(key.created_at), "revoked_at": to_neo(key.revoked_at)}
-
-
-def to_key(r: dict[str, Any]) -> ApiKey:
-    return ApiKey(id=r["id"], tenant=r["tenant"], name=r.get("name"), scopes=list(r["scopes"]),
-                  key_hash=r["key_hash"], created_at=_dt(r["created_at"]), revoked_at=from_neo(r.get("revoked_at")))
 
 
 def to_session(r: dict[str, Any]) -> SessionInfo:

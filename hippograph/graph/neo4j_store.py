@@ -32,11 +32,12 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, Asyn
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 from neo4j.exceptions import ConfigurationError as DriverConfigurationError
 
-from hippograph.auth import DEFAULT_TENANT, ApiKey
+from hippograph.auth import DEFAULT_TENANT
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
 from hippograph.graph.neo4j_forget import Neo4jForgetting
+from hippograph.graph.neo4j_tenancy import Neo4jTenancy
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
@@ -58,7 +59,7 @@ async def _cypher(tx: Tx, query: str, params: dict[str, Any]) -> Rows:
     return await _data(tx, query, **params)
 
 
-class Neo4jGraphStore(Neo4jForgetting):
+class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy):
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
                  database: str = "neo4j") -> None:
         self.uri = uri
@@ -249,36 +250,6 @@ class Neo4jGraphStore(Neo4jForgetting):
                     pass
             self._rel_sources = {k: v for k, v in self._rel_sources.items() if v[1] != user_id}
             self._warm_users.discard(user_id)
-
-    # --- tenants and keys ----------------------------------------------------------------------
-    def owner_of(self, tenant: str, user_id: str, new_owner: str | None = None) -> str | None:
-        if new_owner is None:
-            rows = self._query(cy.OWNER_OF, tenant=tenant, user=user_id)
-        else:
-            rows = self._update(cy.REGISTER_OWNER, tenant=tenant, user=user_id, owner=new_owner,
-                                now=cy.to_neo(utcnow()))
-        return rows[0]["owner"] if rows else None
-
-    def owners(self, owner_keys: Sequence[str]) -> dict[str, tuple[str, str]]:
-        rows = self._query(cy.OWNERS, owners=list(dict.fromkeys(owner_keys)))
-        return {r["owner"]: (r["tenant"], r["user"]) for r in rows}
-
-    def add_key(self, key: ApiKey) -> None:
-        self._update(cy.ADD_KEY, props=cy.key_props(key))
-
-    def key_by_hash(self, key_hash: str) -> ApiKey | None:
-        rows = self._query(cy.KEY_BY_HASH, hash=key_hash)
-        return cy.to_key(rows[0]["k"]) if rows else None
-
-    def list_keys(self, tenant: str | None = None) -> list[ApiKey]:
-        return [cy.to_key(r["k"]) for r in self._query(cy.LIST_KEYS, tenant=tenant)]
-
-    def revoke_key(self, key_id: str, at: datetime, tenant: str | None = None) -> ApiKey | None:
-        rows = self._update(cy.REVOKE_KEY, id=key_id, tenant=tenant, at=cy.to_neo(at))
-        return cy.to_key(rows[0]["k"]) if rows else None
-
-    def has_keys(self) -> bool:
-        return bool(self._query(cy.HAS_KEYS)[0]["ok"])
 
     # --- episodes ------------------------------------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import networkx as nx
 
-from hippograph.auth import ApiKey
 from hippograph.errors import BackendUnavailable
 from hippograph.graph.base import Subgraph
 from hippograph.graph.cache import PerUser
@@ -27,7 +26,6 @@ from hippograph.graph.schema import (
     entity_of,
     episode_of,
     iso,
-    key_of,
     migrate,
     normalise,
     note_of,
@@ -35,7 +33,8 @@ from hippograph.graph.schema import (
     session_of,
 )
 from hippograph.graph.sqlite_forget import EPISODE_REFS, SqliteForgetting
-from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id, utcnow
+from hippograph.graph.sqlite_tenancy import SqliteTenancy
+from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id
 from hippograph.storage_guard import disk_full
 
 USER_ENTITY_KEY = "<user>"
@@ -53,7 +52,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-class SqliteGraphStore(SqliteForgetting):
+class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
@@ -166,53 +165,6 @@ class SqliteGraphStore(SqliteForgetting):
         self._graphs.pop(user_id, None)
         self._ppr.drop(user_id)
         self._history.drop(user_id)
-
-    # --- tenants and keys ----------------------------------------------------------------------
-    def owner_of(self, tenant: str, user_id: str, new_owner: str | None = None) -> str | None:
-        rows = self._rows("SELECT owner FROM owners WHERE tenant=? AND user_id=?", (tenant, user_id))
-        if rows or new_owner is None:
-            return rows[0]["owner"] if rows else None
-        with self._tx() as c:
-            c.execute("INSERT OR IGNORE INTO owners(tenant, user_id, owner, created_at) VALUES (?,?,?,?)",
-                      (tenant, user_id, new_owner, iso(utcnow())))
-            return str(c.execute("SELECT owner FROM owners WHERE tenant=? AND user_id=?",
-                                 (tenant, user_id)).fetchone()["owner"])
-
-    def owners(self, owner_keys: Sequence[str]) -> dict[str, tuple[str, str]]:
-        keys = list(dict.fromkeys(owner_keys))
-        out: dict[str, tuple[str, str]] = {}
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            for r in self._rows(f"SELECT * FROM owners WHERE owner IN ({_marks(len(chunk))})", chunk):
-                out[r["owner"]] = (r["tenant"], r["user_id"])
-        return out
-
-    def add_key(self, key: ApiKey) -> None:
-        with self._tx() as c:
-            c.execute("INSERT INTO api_keys(id, tenant, name, scopes, key_hash, created_at, revoked_at) "
-                      "VALUES (?,?,?,?,?,?,?)",
-                      (key.id, key.tenant, key.name, json.dumps([s.value for s in key.scopes]), key.key_hash,
-                       iso(key.created_at), iso(key.revoked_at)))
-
-    def key_by_hash(self, key_hash: str) -> ApiKey | None:
-        rows = self._rows("SELECT * FROM api_keys WHERE key_hash=?", (key_hash,))
-        return key_of(rows[0]) if rows else None
-
-    def list_keys(self, tenant: str | None = None) -> list[ApiKey]:
-        rows = self._rows("SELECT * FROM api_keys WHERE ? IS NULL OR tenant=? ORDER BY created_at, id",
-                          (tenant, tenant))
-        return [key_of(r) for r in rows]
-
-    def revoke_key(self, key_id: str, at: datetime, tenant: str | None = None) -> ApiKey | None:
-        with self._tx() as c:
-            c.execute("UPDATE api_keys SET revoked_at=? WHERE id=? AND revoked_at IS NULL AND (? IS NULL OR tenant=?)",
-                      (iso(at), key_id, tenant, tenant))
-            rows = c.execute("SELECT * FROM api_keys WHERE id=? AND (? IS NULL OR tenant=?)",
-                             (key_id, tenant, tenant)).fetchall()
-        return key_of(rows[0]) if rows else None
-
-    def has_keys(self) -> bool:
-        return bool(self._rows("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1", ()))
 
     # --- episodes ------------------------------------------------------------------------------
     def add_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
