@@ -269,7 +269,7 @@ class Hippograph:
         """A message, or a document's pieces, by the client's id or ours (of a user known to exist)."""
         found = sorted(self.graph.get_episodes(user_id, self._episode_ids(user_id, memory_id)), key=lambda e: e.seq)
         if not found:
-            raise NotFound(f"user {user_id!r} has no memory {memory_id!r}")
+            raise NotFound(f"this user has no memory {memory_id!r}")
         return found
 
     def _expired_memory(self, user_id: str, memory_id: str) -> dict[str, str]:

@@ -70,6 +70,8 @@ def world(client: TestClient, rng: random.Random, admin: dict[str, str]) -> list
         ents = client.get("/v1/graph/entities", headers=me.headers, params={"user_id": user}).json()
         me.ids["entities"] = [e["id"] for e in ents]
         me.ids["memories"] = [m["id"] for m in msgs]
+        # the internal key both stores file this user under: no answer to anybody may carry it
+        me.ids["owner"] = [client.app.state.service.tenancy.owner(tenant, user)]
         assert me.ids["notes"] and me.ids["entities"], (me.name, notes, ents)
         people.append(me)
     return people
@@ -132,7 +134,7 @@ def _template(path: str) -> str:
 
 def leaks_in(resp_text: str, victim: Identity) -> list[str]:
     found = [s for s in victim.secrets if s in resp_text]
-    found += [i for kind in ("notes", "entities") for i in victim.ids[kind] if i in resp_text]
+    found += [i for kind in ("notes", "entities", "owner") for i in victim.ids[kind] if i in resp_text]
     return found
 
 
@@ -184,10 +186,16 @@ def run_isolation(client: TestClient, seed: int) -> None:
           f"{len(leaks)} leaks, {len(changed)} victims changed")
     assert not leaks, "\n".join(leaks[:20])
     assert not changed, changed
-    # and each identity still sees all of its own
+    # and each identity still sees all of its own, under its own user id, never the internal key
     for p in people:
         hits = client.post("/v1/search", headers=p.headers, json={"user_id": p.user, "query": "locker code"}).text
         assert p.secrets[0] in hits, p.name
+        own = [hits, snapshot(client, p),
+               client.get(f"/v1/users/{p.user}/audit", headers=p.headers).text,
+               client.post("/v1/context", headers=p.headers, json={"user_id": p.user, "session_id": p.session,
+                                                                   "query": "Where do I live?"}).text,
+               client.get("/v1/usage", headers=p.headers).text]
+        assert not [t for t in own if p.ids["owner"][0] in t], p.name
 
 
 def snapshot(client: TestClient, p: Identity) -> str:
