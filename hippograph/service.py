@@ -198,6 +198,17 @@ class Hippograph:
         self, user_id: str, session_id: str | None = None, agent_id: str | None = None,
         messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = (), metadata: dict | None = None,
     ) -> IngestResult:
+        self.check_sizes(messages, documents)
+        self.guard.check("storing messages")
+        self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
+        result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
+        if session_id is not None and result.stored:
+            self._summarize(user_id, session_id)
+        return result
+
+    def check_sizes(self, messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = ()) -> None:
+        """A message or document over HIPPOGRAPH_MAX_CONTENT_CHARS is refused before anything is written
+        (the API checks before it registers a new user, too)."""
         limit = self.max_content_chars
         for field_name, items, attr in (("messages", messages, "content"), ("documents", documents, "text")):
             for i, item in enumerate(items):
@@ -206,12 +217,6 @@ class Hippograph:
                         f"{field_name}[{i}].{attr}: {len(getattr(item, attr))} characters is over the limit of "
                         f"{limit} (HIPPOGRAPH_MAX_CONTENT_CHARS); split it into several messages or documents"
                     )
-        self.guard.check("storing messages")
-        self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
-        result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
-        if session_id is not None and result.stored:
-            self._summarize(user_id, session_id)
-        return result
 
     def _summarize(self, user_id: str, session_id: str) -> None:
         """Roll the session summary forward; the write is already stored, so a failure here is logged

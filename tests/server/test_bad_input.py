@@ -50,9 +50,11 @@ def test_twenty_megabyte_message_is_refused_and_nothing_is_lost(client: TestClie
 
 
 def test_content_over_the_character_limit(client: TestClient) -> None:
-    resp = client.post("/v1/memories", json={"user_id": "u", "messages": [
+    resp = client.post("/v1/memories", json={"user_id": "too-long-first", "messages": [
         {"role": "user", "content": "word " * 30_000}]})
     assert resp.status_code == 422 and "content" in resp.json()["detail"]
+    # the refused first write left no user behind
+    assert client.get("/v1/users/too-long-first/profile").status_code == 404
 
 
 def test_unknown_user(client: TestClient) -> None:

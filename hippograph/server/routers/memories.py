@@ -13,6 +13,7 @@ router = APIRouter(prefix="/v1", tags=["memories"])
 @router.post("/memories", response_model=IngestResult)
 def add_memories(body: MemoriesRequest, service: Service, who: Writer) -> IngestResult:
     """Store messages and/or documents. Client ids are idempotency keys: a retried id is stored once."""
+    service.check_sizes(body.messages, body.documents)  # a refused write registers no user
     return service.remember(service.tenancy.owner(who.tenant, body.user_id, create=True), body.session_id, body.agent_id, body.messages, body.documents,
                             body.metadata)
 
