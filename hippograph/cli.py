@@ -152,6 +152,19 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Forget a user everywhere, as DELETE /v1/users/{id} does; also for an id stored before the id
+    grammar that no URL can address (one with a '/', say)."""
+    service = _open(args)
+    try:
+        service.forget_user(service.tenancy.owner(args.tenant, args.user))
+        service.compact(force=True)  # nothing of the user left in the files either
+    finally:
+        service.close()
+    print(f"forgot user {args.user!r} of tenant {args.tenant!r}")
+    return 0
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     service = _open(args)
     try:
@@ -253,6 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--data-dir")
     q.add_argument("--tenant", default=DEFAULT_TENANT, help="the user's tenant (default: default)")
     q.set_defaults(func=cmd_query)
+    f = sub.add_parser("forget", help="forget a user everywhere, with the server stopped")
+    f.add_argument("--user", required=True)
+    f.add_argument("--tenant", default=DEFAULT_TENANT, help="the user's tenant (default: default)")
+    f.add_argument("--data-dir")
+    f.set_defaults(func=cmd_forget)
     o = sub.add_parser("optimize", help="build the vector index (HNSW) and compact what was deleted out of the "
                                          "files, offline, with the server stopped")
     o.add_argument("--data-dir")

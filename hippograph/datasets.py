@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hippograph.errors import InvalidInput
+from hippograph.inputs import check_id
 from hippograph.models import DocumentIn, MessageIn, Role
 
 _LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
@@ -79,8 +80,13 @@ def request_batches(data: Any) -> list[Batch]:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or "user_id" not in item:
             raise InvalidInput(f"item {i}: expected an object with user_id and messages/documents")
+        try:  # the API's id grammar, so that whatever is ingested can be read and deleted through it
+            ids = [check_id(str(item[k])) if item.get(k) is not None else None
+                   for k in ("user_id", "session_id", "agent_id")]
+        except ValueError as exc:
+            raise InvalidInput(f"item {i}: {exc}") from exc
         out.append(Batch(
-            user_id=str(item["user_id"]), session_id=item.get("session_id"), agent_id=item.get("agent_id"),
+            user_id=str(ids[0]), session_id=ids[1], agent_id=ids[2],
             messages=[MessageIn.model_validate(m) for m in item.get("messages", [])],
             documents=[DocumentIn.model_validate(d) for d in item.get("documents", [])],
             metadata=item.get("metadata") or {},

@@ -33,3 +33,34 @@ def test_bad_file_is_a_clear_error(tmp_path, capsys) -> None:
     bad.write_text("{nope")
     assert main(["ingest", str(bad), "--data-dir", str(tmp_path / "d")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_ingest_takes_the_apis_id_grammar(tmp_path, capsys) -> None:
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps({"user_id": "team/zoe", "messages": [{"role": "user", "content": "Hello."}]}))
+    assert main(["ingest", str(conv), "--data-dir", str(tmp_path / "data")]) == 2
+    assert "item 0: not a valid id" in capsys.readouterr().err
+
+
+def test_forget_reaches_a_user_no_url_can_name(tmp_path, capsys) -> None:
+    """A user stored before the id grammar, under an id with a '/': the API cannot address it, the
+    command can, and nothing of it stays in the files."""
+    from hippograph.config import Settings
+    from hippograph.models import MessageIn, Role
+    from hippograph.wiring import build
+
+    data = tmp_path / "data"
+    svc = build(Settings(data_dir=data))
+    svc.open()
+    try:
+        owner = svc.tenancy.owner("default", "team/zoe", create=True)
+        svc.remember(owner, "s1", None, [MessageIn(role=Role.user, content="My badge code is qx81-vorpal.")])
+    finally:
+        svc.close()
+    holding = [p for p in data.rglob("*") if p.is_file() and b"qx81-vorpal" in p.read_bytes()]
+    assert holding  # the scan below finds what is stored
+    assert main(["forget", "--user", "team/zoe", "--data-dir", str(data)]) == 0
+    assert "forgot user 'team/zoe'" in capsys.readouterr().out
+    assert not [p for p in data.rglob("*") if p.is_file() and b"qx81-vorpal" in p.read_bytes()]
+    assert main(["forget", "--user", "team/zoe", "--data-dir", str(data)]) == 2  # already gone
+    assert "unknown user 'team/zoe'" in capsys.readouterr().err
