@@ -199,6 +199,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         multihop.run(args.dataset, Path(args.questions), Path(args.corpus), _out(args), workdir, args.limit,
                      args.ablate)
+    elif args.bench == "extraction":
+        from hippograph.bench import extraction
+
+        cases = [Path(x) for x in args.cases.split(",")] if args.cases else sorted(
+            extraction.DEFAULT_CASES.glob("*.json"))
+        if not cases:
+            raise InvalidInput(f"--cases: no case files given, and none in {extraction.DEFAULT_CASES}")
+        extraction.run(cases, _out(args), workdir, Path(args.baseline) if args.baseline else None)
     else:
         from hippograph.bench import scale
 
@@ -228,10 +236,13 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--memories", default="10000,100000", help="comma-separated sizes (default 10000,100000)")
     sc.add_argument("--seed", type=int, default=7)
     sc.add_argument("--queries", type=int, default=200, help="context queries per size (default 200)")
+    ex = bs.add_parser("extraction", help="precision and recall of the long-term notes on labelled sequences")
+    ex.add_argument("--cases", help="comma-separated case files (default: bench/extraction/*.json)")
+    ex.add_argument("--baseline", help="an earlier report (--out) to print beside this one")
     for parser in (lo, mh):
         parser.add_argument("--ablate", action="store_true",
                             help="also run Hippograph with each retrieval route switched off, one at a time")
-    for parser in (lo, mh, sc):
+    for parser in (lo, mh, sc, ex):
         parser.add_argument("--extractor", choices=["spacy", "llm"],
                             help="extract with spaCy or with the LLM of HIPPOGRAPH_LLM__* (default: the configured one)")
         parser.add_argument("--out", help="write the JSON report here")

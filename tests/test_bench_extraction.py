@@ -1,0 +1,90 @@
+"""`hippograph bench extraction`: the scoring on hand-made notes, and the command end to end."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from hippograph.bench.extraction import CaseSequence, matches, score_sequence, summarise
+from hippograph.cli import main
+from hippograph.models import Note, NoteKind
+
+T0 = datetime(2024, 3, 4, 9, tzinfo=UTC)
+
+SEQUENCE = CaseSequence.model_validate({
+    "id": "t-1",
+    "sessions": [{"session_id": "s1", "messages": [
+        {"id": "m1", "role": "user", "content": "Hi!", "timestamp": "2024-03-04T09:00:00Z"},
+        {"id": "m2", "role": "user", "content": "I head the EMEA sales team.", "timestamp": "2024-03-04T09:01:00Z"},
+        {"id": "m3", "role": "user", "content": "Short answers please.", "timestamp": "2024-03-04T09:02:00Z"},
+        {"id": "m4", "role": "user", "content": "My sister lives in Leeds.", "timestamp": "2024-03-04T09:03:00Z"}]},
+        {"session_id": "s2", "messages": [
+            {"id": "m5", "role": "user", "content": "I run global sales now.", "timestamp": "2024-08-01T09:00:00Z"},
+            {"id": "m6", "role": "user", "content": "Forget the short answers thing.",
+             "timestamp": "2024-08-01T09:01:00Z"}]}],
+    "expected": {
+        "current": [{"kind": "fact", "keywords": ["global", "sales"], "source": "m5"}],
+        "replaced": [{"kind": "fact", "old": ["EMEA"], "new": ["global"]}],
+        "retired": [{"kind": "preference", "keywords": ["short"]}],
+        "no_note": ["m1", "m4"]},
+})
+
+
+def note(i: int, kind: NoteKind, text: str, source: str, current: bool = True) -> Note:
+    return Note(id=f"n{i}", user_id="u", kind=kind, text=text, slot=f"slot{i}", valid_at=T0,
+                invalid_at=None if current else T0 + timedelta(days=1), source_episode_ids=[f"ep-{source}"])
+
+
+def test_keywords_take_alternatives_and_ignore_case() -> None:
+    assert matches("Leads the Global Sales team", ["lead|head|run", "global"])
+    assert not matches("Leads the EMEA sales team", ["lead|head|run", "global"])
+
+
+def test_a_right_profile_scores_full_marks() -> None:
+    notes = [note(1, NoteKind.fact, "Heads the EMEA sales team", "m2", current=False),
+             note(2, NoteKind.fact, "Runs global sales", "m5"),
+             note(3, NoteKind.preference, "Prefers short answers", "m3", current=False)]
+    got = summarise([score_sequence(SEQUENCE, notes, {f"ep-m{i}": f"m{i}" for i in range(1, 7)})])
+    assert got["all"] == {"precision": 1.0, "recall": 1.0, "tp": 1, "fp": 0, "fn": 0}
+    assert got["replacement_accuracy"] == 1.0 and got["retirement_accuracy"] == 1.0
+    assert got["false_note_rate"] == 0.0 and got["no_note_messages"] == 2
+
+
+def test_stale_missing_and_false_notes_are_counted() -> None:
+    notes = [note(1, NoteKind.fact, "Heads the EMEA sales team", "m2"),  # never replaced
+             note(3, NoteKind.preference, "Prefers short answers", "m3"),  # never retired
+             note(4, NoteKind.fact, "Lives in Leeds", "m4")]  # the sister's fact
+    scored = score_sequence(SEQUENCE, notes, {f"ep-m{i}": f"m{i}" for i in range(1, 7)})
+    got = summarise([scored])
+    assert got["fact"]["recall"] == 0.0 and got["fact"]["fp"] == 2 and got["preference"]["fp"] == 1
+    assert got["all"]["precision"] == 0.0
+    assert got["replacement_accuracy"] == 0.0 and got["retirement_accuracy"] == 0.0
+    assert scored["false_note_messages"] == ["m4"] and got["false_note_rate"] == 0.5
+
+
+def test_the_command_end_to_end(tmp_path, capsys) -> None:
+    cases = tmp_path / "tiny.json"
+    cases.write_text(json.dumps({"split": "tiny", "sequences": [{
+        "id": "tiny-1",
+        "sessions": [{"session_id": "s1", "messages": [
+            {"id": "m1", "role": "user", "content": "Hi there!", "timestamp": "2024-03-04T09:00:00Z"},
+            {"id": "m2", "role": "user", "content": "I live in Lisbon.", "timestamp": "2024-03-04T09:01:00Z"}]}],
+        "expected": {"current": [{"kind": "fact", "keywords": ["Lisbon"], "source": "m2"}], "no_note": ["m1"]}}]}))
+    out = tmp_path / "report.json"
+    assert main(["bench", "extraction", "--cases", str(cases), "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    tiny = report["splits"]["tiny"]
+    assert (tiny["sequences"], tiny["messages"], tiny["no_note_messages"]) == (1, 2, 1)
+    assert tiny["fact"]["recall"] == 1.0 and tiny["false_note_messages"] == 0
+    assert "| fact recall | 1.000 |" in capsys.readouterr().out
+    # an earlier report prints beside this one
+    assert main(["bench", "extraction", "--cases", str(cases), "--baseline", str(out)]) == 0
+    assert "tiny (before)" in capsys.readouterr().out
+
+
+def test_a_bad_case_file_is_a_clear_error(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"split": "x", "sequences": [{"id": "a", "sessions": [{"session_id": "s", "messages": [
+        {"id": "m1", "role": "user", "content": "Hi"}]}], "expected": {"no_note": ["m9"]}}]}))
+    assert main(["bench", "extraction", "--cases", str(bad)]) == 2
+    assert "unknown message ids ['m9']" in capsys.readouterr().err
