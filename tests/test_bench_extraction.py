@@ -88,3 +88,16 @@ def test_a_bad_case_file_is_a_clear_error(tmp_path, capsys) -> None:
         {"id": "m1", "role": "user", "content": "Hi"}]}], "expected": {"no_note": ["m9"]}}]}))
     assert main(["bench", "extraction", "--cases", str(bad)]) == 2
     assert "unknown message ids ['m9']" in capsys.readouterr().err
+
+
+def test_the_shipped_cases_load() -> None:
+    from hippograph.bench.extraction import DEFAULT_CASES, load_cases
+
+    files = {p.stem: load_cases(p) for p in sorted(DEFAULT_CASES.glob("*.json"))}
+    assert set(files) == {"tune", "held_out"}
+    assert {f.split for f in files.values()} == {"tune", "held_out"}
+    messages = sum(len(s.messages) for f in files.values() for q in f.sequences for s in q.sessions)
+    roles = {m.role.value for f in files.values() for q in f.sequences for s in q.sessions for m in s.messages}
+    assert messages >= 200 and roles == {"user", "assistant", "tool"}
+    # a sequence is one user over several sessions, and nothing is labelled twice
+    assert all(len(q.sessions) >= 2 for f in files.values() for q in f.sequences)
