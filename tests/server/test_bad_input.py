@@ -99,3 +99,11 @@ def test_bad_search_and_graph_requests(client: TestClient) -> None:
     assert client.get("/v1/graph/entities").status_code == 422
     assert client.get("/v1/graph/entities/x/neighbors", params={"user_id": "u", "depth": 99}).status_code == 422
     assert client.post("/v1/memories", json=GOOD).status_code == 200
+
+
+def test_control_characters_in_the_actor_are_refused(client: TestClient) -> None:
+    client.post("/v1/memories", json={"user_id": "actor-user", "session_id": "s", "messages": [
+        {"id": "m1", "role": "user", "content": "I live in Oslo."}]})
+    resp = client.delete("/v1/users/actor-user/memories/m1", params={"actor": "agent:\x00x"})
+    assert resp.status_code == 422 and "actor" in resp.json()["detail"]
+    assert client.get("/v1/users/actor-user/memories/m1").status_code == 200  # nothing was deleted

@@ -10,7 +10,8 @@ from hippograph.server.schemas import CorrectionRequest
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
 UserId = Path(min_length=1, max_length=256)
-ActorQuery = Query("api", min_length=1, max_length=256, description="Who deletes it, for the audit log.")
+ActorQuery = Query("api", min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$",
+                   description="Who deletes it, for the audit log.")
 
 
 @router.get("/{user_id}/profile")
