@@ -139,7 +139,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    + (f", {default}" if default else ", not installed") + ")")
     s.add_argument("--host", default="127.0.0.1", help="loopback only unless --allow-remote (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8080, help="default 8080")
-    s.add_argument("--ctx", type=int, default=4096, help="context size in tokens, shared by the slots (default 4096)")
+    s.add_argument("--ctx", type=int, default=8192,
+                   help="context size in tokens, shared by the --parallel slots: a batch's prompt plus "
+                        "HIPPOGRAPH_LLM__MAX_TOKENS (4096) must fit in one slot (default 8192)")
     s.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
     s.add_argument("--parallel", type=int, default=1, help="requests decoded at once (default 1)")
     s.add_argument("--repeat-penalty", type=float, default=1.1,
