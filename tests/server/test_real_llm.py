@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ from hippograph.server.app import create_app
 from tests.conftest import ROOT, free_port
 
 MAX_TOKENS = 200  # ~2-15 s of decoding for the small model on a busy 2-core machine
+KEY = secrets.token_urlsafe(16)  # the server requires it, as a shared one would
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def llm(tmp_path_factory) -> Iterator[tuple[str, str]]:
     log_path = tmp_path_factory.mktemp("llm") / "serve.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "hippograph.cli", "llm", "serve", "--port", str(port),
-                                 "--threads", "2", "--ctx", "4096"], cwd=ROOT, stdout=log, stderr=log,
+                                 "--threads", "2", "--ctx", "4096", "--api-key", KEY], cwd=ROOT, stdout=log, stderr=log,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
@@ -80,6 +82,7 @@ def llm(tmp_path_factory) -> Iterator[tuple[str, str]]:
 def env(llm: tuple[str, str], **more: str) -> dict[str, str]:
     url, model = llm
     return {"HIPPOGRAPH_EXTRACTION__BACKEND": "llm", "HIPPOGRAPH_LLM__BASE_URL": url, "HIPPOGRAPH_LLM__MODEL": model,
+            "HIPPOGRAPH_LLM__API_KEY": KEY,
             "HIPPOGRAPH_LLM__MAX_TOKENS": str(MAX_TOKENS), "HIPPOGRAPH_LLM__MAX_RETRIES": "0",
             "HIPPOGRAPH_LLM__ANSWER_RETRIES": "1", "HIPPOGRAPH_LLM__COOLDOWN_SECONDS": "0", **more}
 
@@ -105,13 +108,16 @@ def usage(client: TestClient, user: str, operation: str) -> dict:
 
 def test_the_server_names_its_model_and_honours_a_json_schema(llm: tuple[str, str]) -> None:
     url, model = llm
-    assert [m["id"] for m in httpx.get(f"{url}/models", timeout=10).json()["data"]] == [model]
+    auth = {"Authorization": f"Bearer {KEY}"}
+    assert [m["id"] for m in httpx.get(f"{url}/models", headers=auth, timeout=10).json()["data"]] == [model]
     schema = {"type": "object", "properties": {"city": {"type": "string"}, "people": {"type": "integer"}},
               "required": ["city", "people"], "additionalProperties": False}
-    resp = httpx.post(f"{url}/chat/completions", timeout=60, json={
+    question = {
         "model": model, "max_tokens": 60, "temperature": 0,
         "messages": [{"role": "user", "content": "Three of us moved to Lisbon. Answer in JSON."}],
-        "response_format": {"type": "json_schema", "json_schema": {"name": "Move", "schema": schema}}})
+        "response_format": {"type": "json_schema", "json_schema": {"name": "Move", "schema": schema}}}
+    assert httpx.post(f"{url}/chat/completions", json=question, timeout=60).status_code == 401  # no key
+    resp = httpx.post(f"{url}/chat/completions", json=question, headers=auth, timeout=60)
     assert resp.status_code == 200, resp.text
     body = resp.json()
     answer = json.loads(body["choices"][0]["message"]["content"])  # the grammar allows nothing else
