@@ -1,4 +1,4 @@
-"""The `hippograph` command: serve, ingest, query, optimize, bench."""
+"""The `hippograph` command: serve, ingest, query, optimize, bench, llm serve."""
 
 from __future__ import annotations
 
@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument("--data-dir", help="the embedded store's folder (or configure Neo4j: HIPPOGRAPH_GRAPH__*)")
     k.set_defaults(func=cmd_keys)
     _bench_parser(sub)
+    from hippograph.llm.serve import add_parser as llm_parser
+
+    llm_parser(sub)
     return p
 
 
