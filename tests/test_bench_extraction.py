@@ -76,6 +76,7 @@ def test_the_command_end_to_end(tmp_path, capsys) -> None:
     tiny = report["splits"]["tiny"]
     assert (tiny["sequences"], tiny["messages"], tiny["no_note_messages"]) == (1, 2, 1)
     assert tiny["fact"]["recall"] == 1.0 and tiny["false_note_messages"] == 0
+    assert tiny["extracted_by"] == {"spacy": 2}  # every message, by the extractor that really ran
     assert "| fact recall | 1.000 |" in capsys.readouterr().out
     # an earlier report prints beside this one
     assert main(["bench", "extraction", "--cases", str(cases), "--baseline", str(out)]) == 0

@@ -189,6 +189,7 @@ def run(cases: Sequence[Path], out: Path | None, workdir: Path | None, baseline:
     with bench_service(workdir) as service:
         for path, cf in zip(cases, files, strict=True):
             scored = []
+            by: dict[str, int] = {}  # messages per extractor: an LLM that failed leaves spaCy's notes
             for seq in cf.sequences:
                 user = f"{seq.id}-{uuid.uuid4().hex[:8]}"  # a fresh user, also in a reused workdir
                 source_of: dict[str, str] = {}
@@ -197,11 +198,13 @@ def run(cases: Sequence[Path], out: Path | None, workdir: Path | None, baseline:
                     source_of.update({stable_id("ep", user, str(m.id)): str(m.id) for m in session.messages})
                 notes = service.graph.list_notes(user, include_history=True)
                 scored.append({"id": seq.id, **score_sequence(seq, notes, source_of)})
+                for ep in service.graph.get_episodes(user, list(source_of)):  # which extractor really ran
+                    by[ep.extractor or "none"] = by.get(ep.extractor or "none", 0) + 1
                 print(f"\r{cf.split}: {len(scored)}/{len(cf.sequences)} sequences", end="", file=sys.stderr)
             print(file=sys.stderr)
             messages = sum(len(s.messages) for seq in cf.sequences for s in seq.sessions)
             report["splits"][cf.split] = {"file": str(path), "sequences": len(cf.sequences), "messages": messages,
-                                          **summarise(scored), "details": scored}
+                                          "extracted_by": by, **summarise(scored), "details": scored}
         report["models"] = models_used(service)
     earlier = json.loads(Path(baseline).read_text()) if baseline else None
     print(table(report, earlier))
@@ -235,4 +238,6 @@ def table(report: dict, earlier: dict | None = None) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("| sequences / messages | " + " | ".join(f"{s['sequences']} / {s['messages']}" for _, s in columns)
                  + " |")
+    lines.append("| messages by extractor | " + " | ".join(
+        ", ".join(f"{k} {v}" for k, v in sorted(s.get("extracted_by", {}).items())) or "—" for _, s in columns) + " |")
     return "\n".join(lines)
