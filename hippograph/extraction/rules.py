@@ -77,6 +77,22 @@ def is_small_talk(text: str) -> bool:
     return any(small) and all(s or n for s, n in zip(small, names, strict=True))
 
 
+# ---------------------------------------------------------------------------------------------- spelling
+_CONTRACTIONS = {"im": "I'm", "ive": "I've", "dont": "don't", "cant": "can't", "wont": "won't",
+                 "didnt": "didn't", "doesnt": "doesn't", "isnt": "isn't", "wasnt": "wasn't", "arent": "aren't",
+                 "couldnt": "couldn't", "shouldnt": "shouldn't", "wouldnt": "wouldn't", "havent": "haven't",
+                 "u": "you", "ur": "your", "pls": "please", "plz": "please", "abeg": "please"}  # fmt: skip
+_BARE_WORD = re.compile(r"(?<![\w'])(" + "|".join(_CONTRACTIONS) + r")(?![\w'])", re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    """Curly apostrophes made straight, and the contractions and shorthands people type without their
+    apostrophe spelled out ("im", "dont", "pls"), so the parser reads them as it reads careful text."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    text = re.sub(r"(?<![\w'])i(?=\s|'|$)", "I", text)
+    return _BARE_WORD.sub(lambda m: _CONTRACTIONS[m.group(1).lower()], text)
+
+
 # ---------------------------------------------------------------------------------------------- person
 _SPEAKER_PREFIX = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s+(?=\S)")
 FIRST_PERSON = word_set("i me my mine myself we us our ours ourselves")
