@@ -92,7 +92,7 @@ def retraction(sent: Span) -> Draft | None:
     return NoteKind.preference, f"Retracted: {topic}", RETRACT + slug(topic)
 
 
-def _clause(verb: Token) -> list[Token]:
+def clause_tokens(verb: Token) -> list[Token]:
     """The instruction's tokens: the verb's subtree without other clauses that have their own subject."""
     dropped: set[int] = set()
     for child in verb.children:
@@ -142,12 +142,12 @@ def _render_instruction(tokens: list[Token], sent: Span, verb: Token) -> str:
 
 
 def _imperative(verb: Token) -> bool:
-    if verb.tag_ != "VB" or any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in verb.children):
+    if verb.tag_ not in ("VB", "VBP") or any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in verb.children):
         return False
     if any(c.dep_ == "aux" and c.lower_ not in ("do", "'d") for c in verb.children):
         return False
     if verb.dep_ == "ROOT":
-        return True
+        return verb.tag_ == "VB" or verb.i == verb.sent.start or any(c.dep_ == "prep" for c in verb.lefts)
     if any(c.lower_ in ("please", "always", "never") for c in verb.children):
         return True  # "tables are hard to read, so please avoid them"
     return verb.dep_ in ("conj", "parataxis", "ccomp") and verb.head.dep_ == "ROOT" and (
@@ -176,7 +176,7 @@ def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Dr
         request = _request(verb)
         if not (_imperative(verb) or request) or (question and not request):
             continue
-        tokens = _clause(verb)
+        tokens = clause_tokens(verb)
         words = _words(tokens)
         topic = topic_of(words | ({"in"} if request else set()))
         if request:

@@ -150,7 +150,7 @@ class _Reader:
             self.claimed.update(v.i for _, v in found)
             drafts += [d for d, _ in found]
             if not question:
-                covered = {i - sent.start_char for _, v in found for t in v.subtree
+                covered = {i - sent.start_char for _, v in found for t in instructions.clause_tokens(v)
                            for i in range(t.idx, t.idx + len(t))}
                 extra = instructions.fragment_preferences(sent, covered)
                 drafts += extra
