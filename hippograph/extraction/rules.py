@@ -208,7 +208,10 @@ def is_question(sent: Span) -> bool:
 def is_hypothetical(verb: Token) -> bool:
     """Modal or conditional: 'I might move', 'if I move', 'I'd like to'. 'will' and 'can' state things."""
     modal = any(c.dep_ == "aux" and c.lower_ in _HYPOTHETICAL_AUX for c in verb.children)
-    return modal or any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in verb.children)
+    conditional = any(c.dep_ == "advcl" and any(m.dep_ == "mark" and m.lower_ in ("if", "unless") for m in c.children)
+                      for c in verb.children)  # "if I get the visa I'll need help": the main clause too
+    return modal or conditional or any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether")
+                                       for c in verb.children)
 
 
 def is_irrealis(verb: Token) -> bool:
@@ -256,15 +259,20 @@ KIN_MULTI = word_set("sister brother friend child son daughter kid cousin aunt u
 KIN = KIN_MULTI | word_set("wife husband partner spouse boyfriend girlfriend fiance fiancee mom mother dad "
                          "father boss manager grandmother grandfather grandma grandpa")
 # Predicates with one current value: a new statement replaces the old one whatever its object.
-SINGLE_VALUED = word_set("manage live_in work_at work_for be_born_in be_from prefer")
-TENSELESS = word_set("be_born_in move_to relocate_to")  # they state the current value whatever the tense
-KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": "manage"}
+SINGLE_VALUED = word_set("manage live_in work_at work_for be_born_in be_from prefer report_to")
+TENSELESS = word_set("be_born_in move_to relocate_to start_at join take_over")  # they state the current value whatever the tense
+# Paraphrases of one slot: the role verbs lead/head/run a team/take over, joining or starting at an employer.
+KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": "manage", "lead": "manage",
+               "head": "manage", "take_over": "manage", "be_in_charge_of": "manage", "start_at": "work_at",
+               "join": "work_at", "be_at": "work_at", "work_as_at": "work_at", "report_to": "manager"}
 _NOT_PLANS = word_set("be have miss need get happen say tell cry die feel")
 
 
 def fact_slot(key: str, obj: str, past: bool) -> str:
     """'fact:live_in' for single-valued keys in the present; 'fact:<key>:<object>' otherwise."""
     canonical = KEY_ALIASES.get(key, key)
+    if canonical == "manager":
+        return "fact:manager"
     if canonical in SINGLE_VALUED and (not past or key in TENSELESS):
         return f"fact:{canonical}"
     return f"fact:{canonical}:{slug(obj)}"

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hippograph.dates import resolve_in_text
-from hippograph.extraction import instructions, rules
+from hippograph.extraction import instructions, profile, rules
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.models import Episode, EpisodeKind, NoteKind
@@ -127,7 +127,16 @@ class _Reader:
                     ref = self._named(_clean(ent.text), type_)
                     self.out.entity(ref.name, ref.type, self.episode_id)
             if not rules.is_question(sent):
+                if self.sp.notes and self.sp.first == USER and not self.retracting:
+                    self._profile(sent)
                 self._clauses(sent)
+
+    def _profile(self, sent: Span) -> None:
+        found = profile.manager_notes(sent) + profile.self_intro_notes(sent)
+        for (kind, text, slot), tok in found:
+            self.claimed.add(tok.i)
+            if text:
+                self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
 
     def _instructions(self, sents: list[Span]) -> None:
         """Preferences about the replies, the name to use, and retractions (see `instructions`)."""
@@ -163,7 +172,7 @@ class _Reader:
         kin = list(self._kin_frames(sent))
         self._emit(kin, sent)
         for frame in kin if self.sp.notes else ():
-            if frame.subject.name == USER and frame.ref is not None:
+            if frame.subject.name == USER and frame.ref is not None and frame.verb.i not in self.claimed:
                 kind, text, slot = rules.kin_note(frame.parts[-1][1], frame.ref.name)
                 self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
         for verb in sent:
@@ -178,7 +187,9 @@ class _Reader:
                     continue
                 self._emit(frames, sent)
                 subj = frames[0].subject if frames else self._subject_ref(subject)
-                if self.sp.notes and subj is not None and subj.name == USER and verb.i not in self.claimed:
+                decided = verb.dep_ in ("ccomp", "xcomp") and lemma(verb.head) in rules.DECIDING  # its decision says it
+                if self.sp.notes and subj is not None and subj.name == USER and verb.i not in self.claimed \
+                        and not decided and not (frames and frames[0].kind == "possessive" and subject.i in self.claimed):
                     for note in rules.clause_notes(verb, subject, frames, sent, negated, self.episode_id):
                         self.note(note)
 
