@@ -32,6 +32,10 @@ def month_year(year: int, month: int) -> str:
     return f"{MONTHS[month - 1]} {year}"
 
 
+def day_month_year(when: datetime) -> str:
+    return f"{when.day} {MONTHS[when.month - 1]} {when.year}"
+
+
 def _count(word: str) -> int:
     word = word.lower()
     word = word[2:] if word.startswith("a ") else word
@@ -50,7 +54,9 @@ def _replacement(m: re.Match[str], at: datetime) -> str:
         n, unit = _count(m.group(2)), m["unit"].lower()
         if unit == "year":
             return f"in {at.year - n}"
-        when = at - timedelta(days=n if unit == "day" else 7 * n) if unit in ("day", "week") else None
+        if unit == "day":
+            return f"on {day_month_year(at - timedelta(days=n))}"
+        when = at - timedelta(days=7 * n) if unit == "week" else None
         year, month = (when.year, when.month) if when else _shift_months(at, -n)
         return f"in {month_year(year, month)}"
     if m["rel"]:
@@ -71,8 +77,7 @@ def _replacement(m: re.Match[str], at: datetime) -> str:
         year = at.year + (1 if future and month < at.month else 0) - (1 if not future and month > at.month else 0)
         return f"{m['named'].rsplit(' ', 1)[0]} {month_year(year, month)}"
     day = {"yesterday": -1, "today": 0, "tomorrow": 1}[m["day"].lower()]
-    when = at + timedelta(days=day)
-    return f"in {month_year(when.year, when.month)}"
+    return f"on {day_month_year(at + timedelta(days=day))}"
 
 
 def resolve_in_text(text: str, at: datetime) -> str:

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from hippograph.extraction.rules import Draft, lemma, render, slug, word_set
 from hippograph.models import NoteKind
+from hippograph.note_changes import RETRACT
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token
 
-RETRACT = "retract:"
 # Topics with one current value; the first whose words occur in the instruction wins.
 TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ("reply_language", word_set("english spanish polish french portuguese german italian dutch arabic chinese "

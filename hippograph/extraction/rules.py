@@ -273,6 +273,9 @@ def fact_slot(key: str, obj: str, past: bool) -> str:
     canonical = KEY_ALIASES.get(key, key)
     if canonical == "manager":
         return "fact:manager"
+    title = re.fullmatch(r"be_([a-z]+)_(at|in|for|with)", canonical)
+    if title is not None and title.group(1) not in KIN and not past:  # "I'm an engineer at X": the job title
+        return "fact:title"
     if canonical in SINGLE_VALUED and (not past or key in TENSELESS):
         return f"fact:{canonical}"
     return f"fact:{canonical}:{slug(obj)}"

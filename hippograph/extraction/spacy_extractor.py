@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hippograph.dates import resolve_in_text
-from hippograph.extraction import instructions, profile, rules
+from hippograph.extraction import instructions, profile, revisions, rules
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.models import Episode, EpisodeKind, NoteKind
@@ -165,6 +165,12 @@ class _Reader:
                 drafts += extra
                 if extra:  # the clause the fragment is in gives no fact besides
                     self.claimed.update(t.i for t in sent if t.dep_ == "ROOT")
+        if not self.retracting:
+            preference = any(k == NoteKind.preference for k, _, _ in drafts)
+            found_revisions = revisions.revision_notes(self.doc.text, preference)
+            if found_revisions:  # the clauses that state it give no note of their own
+                self.claimed.update(t.i for t in self.doc)
+            drafts += found_revisions
         for kind, text, slot in drafts:
             self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
 
