@@ -77,7 +77,7 @@ def topic_of(words: set[str]) -> str | None:
 
 
 def name_note(matcher_hits: list[Span]) -> Draft | None:
-    for span in matcher_hits:
+    for span in sorted(matcher_hits, key=len, reverse=True):  # "Professor Petrović", not "Professor"
         name = span[-3] if span[-1].lower_ in ("everyone", "everybody", "all", "friends", "most") else span[-1]
         title = span[-2].text + " " if span[-2].lower_ in ("professor", "prof", "dr", "doctor") else ""
         return NoteKind.preference, f"Wants to be called {title}{name.text}", "preference:name"
@@ -129,7 +129,7 @@ def _render_instruction(tokens: list[Token], sent: Span, verb: Token) -> str:
                 lead = ante.text.lower()
         kept.append(t)
     # before the verb only 'always', 'never' stay; a leading "for site reports" goes to the end
-    moved = [t for c in verb.lefts if c.dep_ == "prep" for t in c.subtree]
+    moved = [t for c in verb.lefts if c.dep_ == "prep" for t in c.subtree if t.lower_ not in _POLITE]
     kept = [t for t in kept if t.i >= verb.i or t.lower_ in ("always", "never")]
     kept = sorted(set(kept) - set(moved), key=lambda t: t.i)
     text = render(kept, conjugate=False).rstrip("?").strip()
@@ -146,12 +146,32 @@ def _imperative(verb: Token) -> bool:
         return False
     if any(c.dep_ == "aux" and c.lower_ not in ("do", "'d") for c in verb.children):
         return False
+    if _clause_initial(verb):
+        return True
     if verb.dep_ == "ROOT":
         return verb.tag_ == "VB" or verb.i == verb.sent.start or any(c.dep_ == "prep" for c in verb.lefts)
     if any(c.lower_ in ("please", "always", "never") for c in verb.children):
         return True  # "tables are hard to read, so please avoid them"
     return verb.dep_ in ("conj", "parataxis", "ccomp") and verb.head.dep_ == "ROOT" and (
         verb.head.tag_ == "VB" or verb.dep_ != "conj")
+
+
+_LEAD_IN = word_set("and but so then also just please kindly always never do n't not now")
+
+
+def _clause_initial(verb: Token) -> bool:
+    """A bare verb opening its sentence or a piece after ';' or ':' ('And leave the counts out; ...'),
+    whatever the parser hung it on."""
+    if verb.tag_ != "VB" and not (verb.tag_ == "VBP" and any(c.lower_ == "never" for c in verb.children)):
+        return False
+    if any(c.dep_ == "mark" for c in verb.children):
+        return False
+    start = verb.sent.start
+    for tok in verb.doc[start:verb.i]:
+        if tok.text in (";", ":"):
+            start = tok.i + 1
+    lead = verb.doc[start:verb.i]
+    return all(t.lower_ in _LEAD_IN or t.is_punct for t in lead)
 
 
 def _request(verb: Token) -> bool:
