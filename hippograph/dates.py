@@ -38,7 +38,7 @@ def day_month_year(when: datetime) -> str:
 
 def _count(word: str) -> int:
     word = word.lower()
-    word = word[2:] if word.startswith("a ") else word
+    word = word.removeprefix("a ")
     return int(word) if word.isdigit() else _NUMBERS.get(word, 1)
 
 

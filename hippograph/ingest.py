@@ -27,7 +27,6 @@ from hippograph.extraction.tool_output import essentials
 from hippograph.graph.base import GraphStore
 from hippograph.inputs import plus_seconds
 from hippograph.llm.usage import acting_for
-from hippograph.note_changes import RETRACT, retracted, revised, revision_kind
 from hippograph.models import (
     AuditEvent,
     DocumentIn,
@@ -45,6 +44,7 @@ from hippograph.models import (
     stable_id,
     utcnow,
 )
+from hippograph.note_changes import RETRACT, retracted, revised, revision_kind
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.ingest")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from hippograph.extraction.rules import word_set
 from hippograph.models import Note, NoteKind
 
 RETRACT = "retract:"
 REVISE = "revise:"  # "revise:<kind>:<own slot>"; the kind is the one of the notes it may replace
 MIN_SIMILARITY = 0.35  # below it, a revision resembles no current note and keeps its own slot
-_STOP = frozenset("the a an my our your their of in on at to for with and or about thing stuff what i said "
-                  "before earlier".split())
+_STOP = word_set("the a an my our your their of in on at to for with and or about thing stuff what i said "
+                 "before earlier")
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 

@@ -247,7 +247,7 @@ def stated_preferences(sent: Span, claimed: set[int]) -> list[tuple[Draft, Token
                 continue
             topic = topic_of(_words(list(subj.subtree)))
             subject = render(list(subj.subtree), conjugate=False)
-            subject = subject[:1].lower() + subject[1:] if not subj.pos_ == "PROPN" else subject
+            subject = subject[:1].lower() + subject[1:] if subj.pos_ != "PROPN" else subject
             if comp.lower_ in ("better", "best") and topic:
                 than = next((t for t in comp.subtree if t.dep_ == "pobj" and t.head.lower_ == "than"), None)
                 rest = f" over {render(list(than.subtree), conjugate=False).lower()}" if than is not None else ""

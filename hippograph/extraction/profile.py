@@ -73,7 +73,7 @@ def self_intro_notes(sent: Span) -> list[tuple[Draft, Token]]:
             phrase = " ".join(t.text for t in pobj.subtree if t.dep_ != "punct")
             slot = "fact:work_location" if pobj.lemma_.lower() == "office" else "fact:live_in"
             out.append(((NoteKind.fact, f"Is based {prep.lower_} {phrase}", slot), prep))
-        elif prep.lower_ in _ORG_PREPS and _label(proper) in ("ORG", "") and proper.is_title:
+        elif prep.lower_ in _ORG_PREPS and _label(proper) in ("ORG", "FAC", "") and proper.is_title:
             out.append(((NoteKind.fact, f"Works at {_name(proper)}", "fact:work_at"), prep))
     return out
 

@@ -83,9 +83,9 @@ class _Collector:
 
     def note(self, note: ExtractedNote) -> None:
         same = self.notes.pop(note.slot, None)  # the last note of a slot wins, in its own position
-        if same is not None and same.episode_id == note.episode_id and note.kind == same.kind == NoteKind.preference:
-            if same.text.lower() != note.text.lower():  # "CSV please. I can't stand xlsx": one preference
-                note = note.model_copy(update={"text": f"{same.text}; {note.text[:1].lower()}{note.text[1:]}"})
+        merge = same is not None and same.episode_id == note.episode_id and note.kind == same.kind == NoteKind.preference
+        if merge and same is not None and same.text.lower() != note.text.lower():  # "CSV please. I can't stand xlsx"
+            note = note.model_copy(update={"text": f"{same.text}; {note.text[:1].lower()}{note.text[1:]}"})
         self.notes[note.slot] = note
 
     def result(self, extractor: str) -> Extraction:
