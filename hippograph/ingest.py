@@ -44,6 +44,7 @@ from hippograph.models import (
     stable_id,
     utcnow,
 )
+from hippograph.note_changes import RETRACT, retracted, revised, revision_kind
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.ingest")
@@ -387,6 +388,12 @@ class Ingestor:
         events: list[AuditEvent] = []
         for n in ex.notes:
             at = when.get(n.episode_id, utcnow())
+            if n.slot.startswith(RETRACT):
+                events += self._retract(user_id, n.slot[len(RETRACT):], at, stale, actor)
+                continue
+            if (kind := revision_kind(n.slot)) is not None:
+                old = revised(kind, n.text, self.graph.list_notes(user_id), self.indexer.embedder.embed)
+                n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
             current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n.kind, n.text)
             if current is not None and current.text.lower() == n.text.lower():
                 if n.episode_id not in current.source_episode_ids:
@@ -410,6 +417,15 @@ class Ingestor:
             events += self._retire_over_cap(user_id, stale)
         self.graph.add_audit(events)
         return touched
+
+    def _retract(self, user_id: str, topic: str, at: datetime, stale: list[str], actor: str) -> list[AuditEvent]:
+        """'Forget what I said about tables': the current notes about it are retired, kept in the history."""
+        events = []
+        for note in retracted(topic, self.graph.list_notes(user_id)):
+            self.graph.supersede_note(note.id, None, at)
+            stale.append(note.id)
+            events.append(audit_event(user_id, actor, "retire", note.id, note.text, at=at))
+        return events
 
     def _retire_over_cap(self, user_id: str, stale: list[str]) -> list[AuditEvent]:
         """Keep the profile small: past the cap, the least sure and then the oldest items are retired

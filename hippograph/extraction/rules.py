@@ -77,6 +77,22 @@ def is_small_talk(text: str) -> bool:
     return any(small) and all(s or n for s, n in zip(small, names, strict=True))
 
 
+# ---------------------------------------------------------------------------------------------- spelling
+_CONTRACTIONS = {"im": "I'm", "ive": "I've", "dont": "don't", "cant": "can't", "wont": "won't",
+                 "didnt": "didn't", "doesnt": "doesn't", "isnt": "isn't", "wasnt": "wasn't", "arent": "aren't",
+                 "couldnt": "couldn't", "shouldnt": "shouldn't", "wouldnt": "wouldn't", "havent": "haven't",
+                 "u": "you", "ur": "your", "pls": "please", "plz": "please", "abeg": "please"}  # fmt: skip
+_BARE_WORD = re.compile(r"(?<![\w'])(" + "|".join(_CONTRACTIONS) + r")(?![\w'])", re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    """Curly apostrophes made straight, and the contractions and shorthands people type without their
+    apostrophe spelled out ("im", "dont", "pls"), so the parser reads them as it reads careful text."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    text = re.sub(r"(?<![\w'])i(?=\s|'|$)", "I", text)
+    return _BARE_WORD.sub(lambda m: _CONTRACTIONS[m.group(1).lower()], text)
+
+
 # ---------------------------------------------------------------------------------------------- person
 _SPEAKER_PREFIX = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s+(?=\S)")
 FIRST_PERSON = word_set("i me my mine myself we us our ours ourselves")
@@ -192,7 +208,10 @@ def is_question(sent: Span) -> bool:
 def is_hypothetical(verb: Token) -> bool:
     """Modal or conditional: 'I might move', 'if I move', 'I'd like to'. 'will' and 'can' state things."""
     modal = any(c.dep_ == "aux" and c.lower_ in _HYPOTHETICAL_AUX for c in verb.children)
-    return modal or any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in verb.children)
+    conditional = any(c.dep_ == "advcl" and any(m.dep_ == "mark" and m.lower_ in ("if", "unless") for m in c.children)
+                      for c in verb.children)  # "if I get the visa I'll need help": the main clause too
+    return modal or conditional or any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether")
+                                       for c in verb.children)
 
 
 def is_irrealis(verb: Token) -> bool:
@@ -240,15 +259,23 @@ KIN_MULTI = word_set("sister brother friend child son daughter kid cousin aunt u
 KIN = KIN_MULTI | word_set("wife husband partner spouse boyfriend girlfriend fiance fiancee mom mother dad "
                          "father boss manager grandmother grandfather grandma grandpa")
 # Predicates with one current value: a new statement replaces the old one whatever its object.
-SINGLE_VALUED = word_set("manage live_in work_at work_for be_born_in be_from prefer")
-TENSELESS = word_set("be_born_in move_to relocate_to")  # they state the current value whatever the tense
-KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": "manage"}
+SINGLE_VALUED = word_set("manage live_in work_at work_for be_born_in be_from prefer report_to")
+TENSELESS = word_set("be_born_in move_to relocate_to start_at join take_over")  # they state the current value whatever the tense
+# Paraphrases of one slot: the role verbs lead/head/run a team/take over, joining or starting at an employer.
+KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": "manage", "lead": "manage",
+               "head": "manage", "take_over": "manage", "be_in_charge_of": "manage", "start_at": "work_at",
+               "join": "work_at", "be_at": "work_at", "work_as_at": "work_at", "report_to": "manager"}
 _NOT_PLANS = word_set("be have miss need get happen say tell cry die feel")
 
 
 def fact_slot(key: str, obj: str, past: bool) -> str:
     """'fact:live_in' for single-valued keys in the present; 'fact:<key>:<object>' otherwise."""
     canonical = KEY_ALIASES.get(key, key)
+    if canonical == "manager":
+        return "fact:manager"
+    title = re.fullmatch(r"be_([a-z]+)_(at|in|for|with)", canonical)
+    if title is not None and title.group(1) not in KIN and not past:  # "I'm an engineer at X": the job title
+        return "fact:title"
     if canonical in SINGLE_VALUED and (not past or key in TENSELESS):
         return f"fact:{canonical}"
     return f"fact:{canonical}:{slug(obj)}"

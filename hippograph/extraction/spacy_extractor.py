@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from hippograph.extraction import rules
+from hippograph.dates import resolve_in_text
+from hippograph.extraction import instructions, profile, revisions, rules
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
-from hippograph.models import Episode, EpisodeKind
+from hippograph.models import Episode, EpisodeKind, NoteKind
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -80,7 +82,10 @@ class _Collector:
         self.relations.setdefault(key, relation)
 
     def note(self, note: ExtractedNote) -> None:
-        self.notes.pop(note.slot, None)  # the last note of a slot wins, in its own position
+        same = self.notes.pop(note.slot, None)  # the last note of a slot wins, in its own position
+        merge = same is not None and same.episode_id == note.episode_id and note.kind == same.kind == NoteKind.preference
+        if merge and same is not None and same.text.lower() != note.text.lower():  # "CSV please. I can't stand xlsx"
+            note = note.model_copy(update={"text": f"{same.text}; {note.text[:1].lower()}{note.text[1:]}"})
         self.notes[note.slot] = note
 
     def result(self, extractor: str) -> Extraction:
@@ -94,12 +99,26 @@ class _Collector:
 class _Reader:
     """Walks the parse of one episode and reports to the collector."""
 
-    def __init__(self, doc: Doc, speakers: Speakers, episode_id: str, out: _Collector) -> None:
+    def __init__(self, doc: Doc, speakers: Speakers, episode_id: str, out: _Collector,
+                 at: datetime | None = None, names: Any = None) -> None:
         self.doc, self.sp, self.episode_id, self.out = doc, speakers, episode_id, out
         self.ent_of = {i: ent for ent in doc.ents for i in range(ent.start, ent.end)}
+        self.at, self.names = at, names
+        self.claimed: set[int] = set()  # verbs an instruction came from: no fact note of their own
+        self.retracting = False
+
+    def note(self, note: ExtractedNote) -> None:
+        if self.retracting and not note.slot.startswith(instructions.RETRACT):
+            return  # "ignore what I said about X, we have rollbacks now": the reason is no note
+        if self.at is not None:
+            note = note.model_copy(update={"text": resolve_in_text(note.text, self.at)})
+        self.out.note(note)
 
     def read(self) -> None:
-        for sent in self.doc.sents:
+        sents = list(self.doc.sents)
+        if self.sp.notes and self.sp.first == USER:
+            self._instructions(sents)
+        for sent in sents:
             if rules.is_small_talk(sent.text):
                 continue
             for ent in sent.ents:
@@ -108,17 +127,63 @@ class _Reader:
                     ref = self._named(_clean(ent.text), type_)
                     self.out.entity(ref.name, ref.type, self.episode_id)
             if not rules.is_question(sent):
+                if self.sp.notes and self.sp.first == USER and not self.retracting:
+                    self._profile(sent)
                 self._clauses(sent)
+
+    def _profile(self, sent: Span) -> None:
+        found = profile.manager_notes(sent) + profile.self_intro_notes(sent)
+        for (kind, text, slot), tok in found:
+            self.claimed.add(tok.i)
+            if text:
+                self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
+
+    def _instructions(self, sents: list[Span]) -> None:
+        """Preferences about the replies, the name to use, and retractions (see `instructions`)."""
+        marked = any(m in self.doc.text.lower() for m in ("from now on", "going forward", "in future"))
+        drafts: list[rules.Draft] = []
+        for sent in sents:
+            if (retracted := instructions.retraction(sent)) is not None:
+                self.retracting = True
+                drafts.append(retracted)
+                continue
+            hits = list(self.names(sent, as_spans=True)) if self.names is not None else []
+            if (named := instructions.name_note(hits)) is not None:
+                drafts.append(named)
+                self.claimed.update(t.i for span in hits for t in span)
+                continue
+            question = rules.is_question(sent)
+            found = instructions.instruction_notes(sent, question, marked)
+            self.claimed.update(v.i for _, v in found)
+            found += instructions.stated_preferences(sent, self.claimed) if not question else []
+            self.claimed.update(v.i for _, v in found)
+            drafts += [d for d, _ in found]
+            if not question:
+                covered = {i - sent.start_char for _, v in found for t in instructions.clause_tokens(v)
+                           for i in range(t.idx, t.idx + len(t))}
+                extra = instructions.fragment_preferences(sent, covered)
+                drafts += extra
+                if extra:  # the clause the fragment is in gives no fact besides
+                    self.claimed.update(t.i for t in sent if t.dep_ == "ROOT")
+        if not self.retracting:
+            preference = any(k == NoteKind.preference for k, _, _ in drafts)
+            found_revisions = revisions.revision_notes(self.doc.text, preference)
+            if found_revisions:  # the clauses that state it give no note of their own
+                self.claimed.update(t.i for t in self.doc)
+            drafts += found_revisions
+        for kind, text, slot in drafts:
+            self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
 
     def _clauses(self, sent: Span) -> None:
         kin = list(self._kin_frames(sent))
         self._emit(kin, sent)
         for frame in kin if self.sp.notes else ():
-            if frame.subject.name == USER and frame.ref is not None:
+            if frame.subject.name == USER and frame.ref is not None and frame.verb.i not in self.claimed:
                 kind, text, slot = rules.kin_note(frame.parts[-1][1], frame.ref.name)
-                self.out.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
+                self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
         for verb in sent:
-            background = verb.dep_ == "advcl" and lemma(verb) == "be"  # "when I was a kid"
+            background = verb.dep_ == "advcl" and (lemma(verb) == "be" or any(  # "when I was a kid"
+                c.dep_ == "mark" and c.lower_ in ("when", "whenever", "while", "once") for c in verb.children))
             if not _is_predicate(verb) or background or rules.is_irrealis(verb):
                 continue
             negated = rules.is_negated(verb)
@@ -128,9 +193,11 @@ class _Reader:
                     continue
                 self._emit(frames, sent)
                 subj = frames[0].subject if frames else self._subject_ref(subject)
-                if self.sp.notes and subj is not None and subj.name == USER:
+                decided = verb.dep_ in ("ccomp", "xcomp") and lemma(verb.head) in rules.DECIDING  # its decision says it
+                if self.sp.notes and subj is not None and subj.name == USER and verb.i not in self.claimed \
+                        and not decided and not (frames and frames[0].kind == "possessive" and subject.i in self.claimed):
                     for note in rules.clause_notes(verb, subject, frames, sent, negated, self.episode_id):
-                        self.out.note(note)
+                        self.note(note)
 
     def _frames(self, verb: Token, subject: Token, negated: bool) -> list[Frame] | None:
         """The frames of one clause; None when its subject is unknown (he, it, the company ...)."""
@@ -387,6 +454,7 @@ class SpacyExtractor:
         self.batch_size = batch_size
         self.max_chars = max_chars  # longer contents are cut: the tail of a huge document is not read
         self._nlp: Language | None = None
+        self._names: Any = None  # a Matcher of "call me Jo", "I go by Tomi"
 
     def load(self) -> Language:
         if self._nlp is None:
@@ -395,6 +463,10 @@ class SpacyExtractor:
             nlp = spacy.load(self.model)
             for pipe in [p for p in nlp.pipe_names if p not in NEEDED_PIPES]:
                 nlp.remove_pipe(pipe)
+            from spacy.matcher import Matcher
+
+            self._names = Matcher(nlp.vocab)
+            self._names.add("NAME", instructions.NAME_PATTERNS)
             self._nlp = nlp
         return self._nlp
 
@@ -408,9 +480,10 @@ class SpacyExtractor:
                 if rules.is_small_talk(text):
                     out.small_talk.append(episode.id)
                     continue
-            work.append((episode, rules.speakers_for(episode, speaker, user_name), text[: self.max_chars]))
+            text = rules.normalise(text[: self.max_chars])
+            work.append((episode, rules.speakers_for(episode, speaker, user_name), text))
         if work:
             docs = self.load().pipe((text for _, _, text in work), batch_size=self.batch_size)
             for (episode, speakers, _), doc in zip(work, docs, strict=True):
-                _Reader(doc, speakers, episode.id, out).read()
+                _Reader(doc, speakers, episode.id, out, episode.timestamp, self._names).read()
         return out.result(self.name)

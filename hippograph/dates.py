@@ -1,0 +1,86 @@
+"""Relative dates ("last month", "in March", "two weeks ago") resolved against the moment they were said,
+into absolute month/year text ("in June 2024"). Notes keep what was meant, not when it was said;
+retrieval can resolve a question's relative dates with the same rules."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3}
+_COUNT = r"(\d{1,2}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few)"
+_MONTH_NAMES = "|".join(MONTHS)
+_RELATIVE = re.compile(
+    rf"\b(?P<ago>{_COUNT}\s+(?P<unit>day|week|month|year)s?\s+ago)"
+    r"|\b(?P<rel>(?P<edge>(?:at|by) the (?:start|beginning|end) of |early |late )?"
+    r"(?P<which>last|this|next|past) (?P<runit>month|year|week))"
+    rf"|\b(?P<named>(?:in|since|from|on|by|until|back in) (?P<month>{_MONTH_NAMES})(?!\s*,?\s*\d))"
+    r"|\b(?P<day>yesterday|today|tomorrow)\b",
+    re.IGNORECASE,
+)
+
+
+def _shift_months(at: datetime, months: int) -> tuple[int, int]:
+    index = at.year * 12 + at.month - 1 + months
+    return index // 12, index % 12 + 1
+
+
+def month_year(year: int, month: int) -> str:
+    return f"{MONTHS[month - 1]} {year}"
+
+
+def day_month_year(when: datetime) -> str:
+    return f"{when.day} {MONTHS[when.month - 1]} {when.year}"
+
+
+def _count(word: str) -> int:
+    word = word.lower()
+    word = word.removeprefix("a ")
+    return int(word) if word.isdigit() else _NUMBERS.get(word, 1)
+
+
+def resolve(phrase: str, at: datetime) -> str | None:
+    """One relative phrase as absolute text: 'last month' said in July 2024 -> 'in June 2024'; None if
+    the phrase is not one this module knows."""
+    m = _RELATIVE.fullmatch(phrase.strip())
+    return _replacement(m, at) if m else None
+
+
+def _replacement(m: re.Match[str], at: datetime) -> str:
+    if m["ago"]:
+        n, unit = _count(m.group(2)), m["unit"].lower()
+        if unit == "year":
+            return f"in {at.year - n}"
+        if unit == "day":
+            return f"on {day_month_year(at - timedelta(days=n))}"
+        when = at - timedelta(days=7 * n) if unit == "week" else None
+        year, month = (when.year, when.month) if when else _shift_months(at, -n)
+        return f"in {month_year(year, month)}"
+    if m["rel"]:
+        which, unit = m["which"].lower(), m["runit"].lower()
+        step = -1 if which in ("last", "past") else 1 if which == "next" else 0
+        lead = (m["edge"] or "in ").lower()
+        if unit == "year":
+            return f"{lead}{at.year + step}"
+        if unit == "week":
+            when = at + timedelta(days=7 * step)
+            return f"in {month_year(when.year, when.month)}"
+        year, month = _shift_months(at, step)
+        return f"{lead}{month_year(year, month)}"
+    if m["named"]:
+        word, name = m["named"].split(" ", 1)[0], m["month"]
+        month = next(i for i, n in enumerate(MONTHS, 1) if n.lower() == name.lower())
+        future = word.lower() in ("by", "until")
+        year = at.year + (1 if future and month < at.month else 0) - (1 if not future and month > at.month else 0)
+        return f"{m['named'].rsplit(' ', 1)[0]} {month_year(year, month)}"
+    day = {"yesterday": -1, "today": 0, "tomorrow": 1}[m["day"].lower()]
+    return f"on {day_month_year(at + timedelta(days=day))}"
+
+
+def resolve_in_text(text: str, at: datetime) -> str:
+    """Every relative date of the text made absolute: 'Started at Lumo last month' said on 8 July 2024
+    -> 'Started at Lumo in June 2024'."""
+    return _RELATIVE.sub(lambda m: _replacement(m, at), text)

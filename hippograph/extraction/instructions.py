@@ -1,0 +1,332 @@
+"""How the user wants to be answered: imperatives ("please keep it short", "don't include drafts"),
+requests ("can you answer in Polish from now on?"), likes and dislikes of a reply's form ("I can't stand
+tables", "email is better for me than a call"), the name to use ("call me Jo"), and retractions ("forget
+what I said about tables", "Excel is fine now").
+
+Each preference gets a topic slot (answer length, format, reply language, contact channel ...), so a
+later statement on the same subject replaces it whatever its wording; a preference outside the known
+topics is slotted by what it is about ("preference:do:comment"). A retraction is a note with a
+`retract:` slot: ingest retires the current notes it names instead of storing it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from hippograph.extraction.rules import Draft, lemma, render, slug, word_set
+from hippograph.models import NoteKind
+from hippograph.note_changes import RETRACT
+
+if TYPE_CHECKING:
+    from spacy.tokens import Span, Token
+
+# Topics with one current value; the first whose words occur in the instruction wins.
+TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("reply_language", word_set("english spanish polish french portuguese german italian dutch arabic chinese "
+                                "mandarin japanese korean turkish russian ukrainian hindi vietnamese swedish "
+                                "greek czech romanian hungarian hebrew español français português")),
+    ("emoji", word_set("emoji emojis emoticon emoticons")),
+    ("spelling", word_set("spelling spellings")),
+    ("tone", word_set("tone formal informal casual cheerleader slang joke jokes blunt straight friendly polite")),
+    ("answer_length", word_set("short brief concise long essay essays detailed detail details length shorter "
+                               "longer verbose wordy lengthy")),
+    ("contact_channel", word_set("email e-mail mail text texts sms call calls phone whatsapp telegram signal "
+                                 "slack ping reminder reminders remind reach")),
+    ("file_format", word_set("csv xlsx excel pdf docx spreadsheet spreadsheets")),
+    ("format", word_set("bullet bullets table tables list lists paragraph paragraphs markdown latex heading "
+                        "headings intro formatting layout")),
+)
+_COMMUNICATE = word_set("answer write reply respond talk speak use communicate text")
+_POLITE = word_set("please pls plz kindly abeg just also then so ok okay")
+_MARKERS = ("always", "never", "from now on", "from now", "going forward", "in future", "in the future",
+            "throughout", "each time", "every time", "whenever", "for all future", "again")
+_DIRECTIVE_VERBS = word_set("avoid skip omit exclude include cite leave keep drop")
+_SENTIMENT_NEG = word_set("stand bear")  # "I can't stand X"
+NAME_PATTERNS = [
+    [{"LEMMA": {"IN": ["call", "address"]}}, {"LOWER": "me"}, {"LOWER": "as", "OP": "?"},
+     {"LOWER": {"IN": ["professor", "prof", "dr", "doctor", "mr", "ms", "mrs", "miss"]}, "OP": "?"},
+     {"IS_TITLE": True, "POS": {"IN": ["PROPN", "NOUN", "VERB", "ADJ"]}}],
+    [{"LOWER": "go"}, {"LOWER": "by"}, {"IS_TITLE": True}],
+    [{"LOWER": {"IN": ["it", "its"]}}, {"LOWER": {"IN": ["'s", "is"]}, "OP": "?"}, {"IS_TITLE": True},
+     {"LOWER": "to"}, {"LOWER": {"IN": ["everyone", "everybody", "all", "friends", "most"]}}],
+]
+_RETRACTION = re.compile(
+    r"\b(?:forget|ignore|disregard|scratch|drop|never mind|nevermind)\s+(?:about\s+)?"
+    r"(?:what i (?:said|told you|mentioned|wrote)(?: (?:before|earlier|last time))?|"
+    r"(?:my|the) (?:earlier|previous|last|old)?\s*(?:remark|instruction|request|comment|thing|point|note|"
+    r"preference|rule|message)s?)\s+(?:about|regarding|on|re|concerning|of)\s+(?P<topic>[^,.;:!?]+)",
+    re.IGNORECASE,
+)
+_FINE_NOW = re.compile(r"\b(?:is|are|'s|'re)\s+(?:\w+\s+)?(?:fine|ok|okay|good|allowed)\s+(?:now|again)\b",
+                       re.IGNORECASE)
+
+
+def lower_first(text: str) -> str:
+    """'CSV files' stays, 'Short answers' -> 'short answers'."""
+    return text if text[1:2].isupper() else text[:1].lower() + text[1:]
+
+
+def topic_of(words: set[str]) -> str | None:
+    for name, lexicon in TOPICS:
+        if words & lexicon:
+            if name == "reply_language" and not words & _COMMUNICATE and "in" not in words:
+                continue
+            return name
+    return None
+
+
+def name_note(matcher_hits: list[Span]) -> Draft | None:
+    for span in sorted(matcher_hits, key=len, reverse=True):  # "Professor Petrović", not "Professor"
+        name = span[-3] if span[-1].lower_ in ("everyone", "everybody", "all", "friends", "most") else span[-1]
+        title = span[-2].text + " " if span[-2].lower_ in ("professor", "prof", "dr", "doctor") else ""
+        return NoteKind.preference, f"Wants to be called {title}{name.text}", "preference:name"
+    return None
+
+
+def retraction(sent: Span) -> Draft | None:
+    m = _RETRACTION.search(sent.text)
+    if m is None:
+        return None
+    topic = re.sub(r"^(the|my|our|a|an)\s+", "", m["topic"].strip(), flags=re.IGNORECASE)
+    return NoteKind.preference, f"Retracted: {topic}", RETRACT + slug(topic)
+
+
+def clause_tokens(verb: Token) -> list[Token]:
+    """The instruction's tokens: the verb's subtree without other clauses that have their own subject."""
+    dropped: set[int] = set()
+    for child in verb.children:
+        own = any(c.dep_ in ("nsubj", "nsubjpass") for c in child.children)
+        if child.dep_ in ("parataxis", "ccomp") or (child.dep_ == "conj" and own) or child.dep_ == "advcl":
+            dropped.update(t.i for t in child.subtree)
+    return [t for t in verb.subtree if t.i not in dropped]
+
+
+def _words(tokens: list[Token]) -> set[str]:
+    return {t.lower_ for t in tokens} | {t.lemma_.lower() for t in tokens}
+
+
+def _antecedent(pron: Token, sent: Span) -> Token | None:
+    """'Tables are hard to read, so please avoid them': 'them' is the subject noun before it."""
+    nouns = [t for t in sent if t.i < pron.i and t.dep_ in ("nsubj", "nsubjpass") and t.pos_ in ("NOUN", "PROPN")]
+    return nouns[-1] if nouns else None
+
+
+def _render_instruction(tokens: list[Token], sent: Span, verb: Token) -> str:
+    """'do n't give me essays' -> 'not give them essays'; 'please' and the like are dropped."""
+    negated = any(t.dep_ == "neg" for t in verb.children)
+    kept: list[Token] = []
+    lead = ""
+    for t in tokens:
+        mine = t.head == verb
+        if t.lower_ in _POLITE or (mine and t.dep_ == "neg") or (mine and t.lower_ in ("do", "does") and t.dep_ == "aux"):
+            continue
+        if t.dep_ in ("punct", "intj") and t is tokens[0]:
+            continue
+        if t.pos_ == "PRON" and t.lower_ in ("them", "it", "those", "these") and t.dep_ == "dobj":
+            ante = _antecedent(t, sent)
+            if ante is not None:
+                lead = ante.text.lower()
+        kept.append(t)
+    # before the verb only 'always', 'never' stay; a leading "for site reports" goes to the end
+    moved = [t for c in verb.lefts if c.dep_ == "prep" for t in c.subtree if t.lower_ not in _POLITE]
+    kept = [t for t in kept if t.i >= verb.i or t.lower_ in ("always", "never")]
+    kept = sorted(set(kept) - set(moved), key=lambda t: t.i)
+    text = render(kept, conjugate=False).rstrip("?").strip()
+    if moved:
+        text = f"{text} {lower_first(render(moved, conjugate=False))}"
+    if lead:
+        text = re.sub(r"\b(them|it|those|these)$", lead, text)
+    text = text[:1].lower() + text[1:] if text[:2] != "I " else text
+    return ("not " if negated else "") + text
+
+
+def _imperative(verb: Token) -> bool:
+    if verb.tag_ not in ("VB", "VBP") or any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in verb.children):
+        return False
+    if any(c.dep_ == "aux" and c.lower_ not in ("do", "'d") for c in verb.children):
+        return False
+    if _clause_initial(verb):
+        return True
+    if verb.dep_ == "ROOT":
+        return verb.tag_ == "VB" or verb.i == verb.sent.start or any(c.dep_ == "prep" for c in verb.lefts)
+    if any(c.lower_ in ("please", "always", "never") for c in verb.children):
+        return True  # "tables are hard to read, so please avoid them"
+    return verb.dep_ in ("conj", "parataxis", "ccomp") and verb.head.dep_ == "ROOT" and (
+        verb.head.tag_ == "VB" or verb.dep_ != "conj")
+
+
+_LEAD_IN = word_set("and but so then also just please kindly always never do n't not now")
+
+
+def _clause_initial(verb: Token) -> bool:
+    """A bare verb opening its sentence or a piece after ';' or ':' ('And leave the counts out; ...'),
+    whatever the parser hung it on."""
+    if verb.tag_ != "VB" and not (verb.tag_ == "VBP" and any(c.lower_ == "never" for c in verb.children)):
+        return False
+    if any(c.dep_ == "mark" for c in verb.children):
+        return False
+    start = verb.sent.start
+    for tok in verb.doc[start:verb.i]:
+        if tok.text in (";", ":"):
+            start = tok.i + 1
+    lead = verb.doc[start:verb.i]
+    return all(t.lower_ in _LEAD_IN or t.is_punct for t in lead)
+
+
+def _request(verb: Token) -> bool:
+    """'can you answer in Polish', 'could we talk in Portuguese', 'will you keep it short'."""
+    aux = [c for c in verb.children if c.dep_ == "aux"]
+    subj = [c for c in verb.children if c.dep_ == "nsubj"]
+    return (verb.dep_ == "ROOT" and bool(aux) and aux[0].lower_ in ("can", "could", "will", "would")
+            and bool(subj) and subj[0].lower_ in ("you", "we", "u") and aux[0].i < subj[0].i)
+
+
+def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Draft, Token]]:
+    """The preferences one sentence of the user states, with the verb each came from. `marked`: the
+    message says the instruction lasts ("from now on", "always", "going forward")."""
+    low = sent.text.lower()
+    lasting = marked or any(m in low for m in _MARKERS)
+    out: list[tuple[Draft, Token]] = []
+    for verb in sent:
+        if verb.pos_ not in ("VERB", "AUX") and verb.tag_ != "VB":
+            continue
+        if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "when", "whenever") for c in verb.children):
+            continue
+        request = _request(verb)
+        if not (_imperative(verb) or request) or (question and not request):
+            continue
+        tokens = clause_tokens(verb)
+        words = _words(tokens)
+        topic = topic_of(words | ({"in"} if request else set()))
+        if request:
+            tokens = [t for t in tokens if t not in verb.children or t.dep_ not in ("aux", "nsubj")]
+            if topic is None and not lasting:
+                continue
+        elif topic is None and not (lasting or lemma(verb) in _DIRECTIVE_VERBS or
+                                    any(t.dep_ == "neg" for t in verb.children)):
+            continue
+        if lemma(verb) in ("be",) and topic is None:
+            continue
+        text = "Wants the assistant to " + _render_instruction(tokens, sent, verb)
+        out.append(((NoteKind.preference, text, _slot(topic, verb, tokens)), verb))
+    return out
+
+
+def _slot(topic: str | None, verb: Token, tokens: list[Token]) -> str:
+    if topic is not None:
+        return f"preference:{topic}"
+    objects = [t for t in tokens if t.dep_ in ("dobj", "pobj") and t.pos_ in ("NOUN", "PROPN")]
+    objects += [a for t in tokens if t.dep_ == "dobj" and t.pos_ == "PRON" for a in [_antecedent(t, t.sent)] if a]
+    return f"preference:do:{objects[0].lemma_.lower() if objects else lemma(verb)}"
+
+
+def stated_preferences(sent: Span, claimed: set[int]) -> list[tuple[Draft, Token]]:
+    """Statements rather than orders: 'CSV please', 'short answers pls', 'email is better for me than a
+    call', 'I can't stand xlsx files', 'I prefer Word files', 'detailed explanations are fine now'."""
+    out: list[tuple[Draft, Token]] = []
+    low = sent.text.lower()
+    for tok in sent:
+        if tok.i in claimed:
+            continue
+        sub = list(tok.subtree)
+        words = _words(sub)
+        if tok.dep_ == "ROOT" and tok.pos_ in ("NOUN", "PROPN", "ADJ") and (
+                any(t.lower_ in ("please", "pls", "plz", "always") for t in sub) or
+                (tok.i == sent.start or sent[0].lower_ in _POLITE) and any(t.lower_ == "no" for t in sub)):
+            topic = topic_of(words)
+            if topic is None:
+                continue
+            phrase = render([t for t in sub if t.lower_ not in _POLITE and t.dep_ != "punct"], conjugate=False)
+            out.append(((NoteKind.preference, "Prefers " + lower_first(phrase),
+                         f"preference:{topic}"), tok))
+        elif lemma(tok) == "be" and tok.dep_ == "ROOT":
+            subj = next((c for c in tok.children if c.dep_ == "nsubj" and c.pos_ in ("NOUN", "PROPN")), None)
+            comp = next((c for c in tok.children if c.dep_ in ("acomp", "attr")), None)
+            if subj is None or comp is None:
+                continue
+            topic = topic_of(_words(list(subj.subtree)))
+            subject = render(list(subj.subtree), conjugate=False)
+            subject = subject[:1].lower() + subject[1:] if subj.pos_ != "PROPN" else subject
+            if comp.lower_ in ("better", "best") and topic:
+                than = next((t for t in comp.subtree if t.dep_ == "pobj" and t.head.lower_ == "than"), None)
+                rest = f" over {render(list(than.subtree), conjugate=False).lower()}" if than is not None else ""
+                out.append(((NoteKind.preference, f"Prefers {subject}{rest}", f"preference:{topic}"), tok))
+            elif _FINE_NOW.search(low) and comp.lower_ in ("fine", "ok", "okay", "good", "allowed"):
+                slot = f"preference:{topic}" if topic else f"preference:do:{subj.lemma_.lower()}"
+                out.append(((NoteKind.preference, f"Is fine with {subject} now", slot), tok))
+        elif lemma(tok) in _SENTIMENT_NEG and any(c.dep_ == "neg" for c in tok.children):
+            subj = next((c for c in tok.children if c.dep_ == "nsubj"), None)
+            obj = next((c for c in tok.children if c.dep_ == "dobj" and c.pos_ in ("NOUN", "PROPN")), None)
+            if subj is None or subj.lower_ not in ("i",) or obj is None:
+                continue
+            phrase = render(list(obj.subtree), conjugate=False)
+            topic = topic_of(_words(list(obj.subtree)))
+            slot = f"preference:{topic}" if topic else f"preference:like:{slug(phrase)}"
+            out.append(((NoteKind.preference, "Can't stand " + lower_first(phrase), slot), tok))
+    return out
+
+
+_FRAGMENTS = re.compile(r"[,;:.!?\n]+|\s+[-\u2013]\s+")
+_PERSON_SWAP = {"me": "them", "my": "their", "i": "they", "myself": "themselves", "mine": "theirs"}
+_OWN_STATEMENT = re.compile(r"^(?:\w+\s+)?(?:i|we)\b(?!'d rather)", re.IGNORECASE)
+_CONDITION = re.compile(r"^(?:if|unless|when|whenever|once)\s+(?:i|we)\b", re.IGNORECASE)
+_RATHER = re.compile(r"\bi(?:'d| would) rather (?:you )?(?P<what>.+)", re.IGNORECASE)
+_FINE_FRAGMENT = re.compile(r"^(?P<what>[\w' -]+?)\s+(?:is|are|'s|'re)\s+(?:\w+\s+)?"
+                            r"(?:fine|ok|okay|good|allowed)\s+(?:now|again)\b", re.IGNORECASE)
+_FRAGMENT_MARKERS = ("please", "always", "never", "from now", "going forward", "in future", "again")
+_NEGATIVES = re.compile(r"\b(?:don't|do not|no|never|avoid|without|stop)\b", re.IGNORECASE)
+_LEAD_VERBS = word_set("use keep write answer reply give send put make call text email message ping reach "
+                       "remind skip avoid drop include leave cite stick talk respond be format show")
+
+
+def _swap(text: str) -> str:
+    return re.sub(r"\b(me|my|i|myself|mine)\b", lambda m: _PERSON_SWAP[m.group(1).lower()], text,
+                  flags=re.IGNORECASE)
+
+
+def fragment_preferences(sent: Span, covered: set[int]) -> list[Draft]:
+    """What the parse misses in clipped phrasing, read fragment by fragment: 'CSV please', 'bullet points
+    always', 'for reminders send me a text', "I'd rather you text me than call", 'Excel is fine now'.
+    `covered`: character offsets (in the sentence) of what the parse already made notes of."""
+    out: list[Draft] = []
+    start = 0
+    for piece in [*_FRAGMENTS.finditer(sent.text), None]:
+        end = piece.start() if piece is not None else len(sent.text)
+        raw, begin, start = sent.text[start:end], start, piece.end() if piece is not None else end
+        frag = re.sub(r"\s+", " ", raw).strip()
+        words = set(re.findall(r"[\w'-]+", frag.lower()))
+        topic = topic_of(words)
+        if not frag or topic is None or _CONDITION.match(frag) or covered & set(range(begin, end)):
+            continue
+        if (rather := _RATHER.search(frag)) is not None:
+            out.append((NoteKind.preference, f"Would rather the assistant {_swap(rather['what'])}",
+                        f"preference:{topic}"))
+        elif (fine := _FINE_FRAGMENT.match(frag)) is not None:
+            what = re.sub(r"^(the|my|our)\s+", "", fine["what"].strip(), flags=re.IGNORECASE)
+            out.append((NoteKind.preference, f"Is fine with {_swap(what)} now", f"preference:{topic}"))
+        elif _OWN_STATEMENT.match(frag):
+            continue
+        elif (text := _directive_text(frag)) is not None:
+            out.append((NoteKind.preference, text, f"preference:{topic}"))
+    return out
+
+
+def _directive_text(frag: str) -> str | None:
+    marked = any(m in frag.lower() for m in _FRAGMENT_MARKERS)
+    body = _swap(re.sub(r"^(?:please|just|also|and|so|ok|oh|but)\s+", "", frag, flags=re.IGNORECASE))
+    body = re.sub(r"\s*\bplease\b", "", body, flags=re.IGNORECASE).strip()
+    tokens = body.split(" ")
+    low = [t.lower() for t in tokens]
+    if low[0] in ("don't", "never") and len(tokens) > 1:
+        return "Wants the assistant not to " + " ".join(tokens[1:]) if low[0] == "don't" else \
+            "Wants the assistant to " + lower_first(body)
+    verb = next((i for i, w in enumerate(low) if w in _LEAD_VERBS), None)
+    pronoun_before = verb is not None and any(w in ("i", "we", "you", "he", "she", "they", "it") for w in low[:verb])
+    if verb is not None and not pronoun_before and (verb == 0 or low[0] in ("for", "when", "with", "in", "on")):
+        rest = " ".join(tokens[:verb])
+        return "Wants the assistant to " + " ".join(tokens[verb:]).lower()[:1] + " ".join(tokens[verb:])[1:] + \
+            (f" {rest.lower()}" if rest else "")
+    if marked or _NEGATIVES.search(body):
+        return "Prefers " + lower_first(body)
+    return None

@@ -1,0 +1,104 @@
+"""Work and place facts with one current value, read from how people introduce themselves: "I'm a GP at a
+practice in Bristol", "data analyst at Maple & Pine, based in Toronto" give the city ("fact:live_in") and
+the employer ("fact:work_at"); "new boss is Rachel", "I now report to Anne" give the manager
+("fact:manager"). A later statement on the same slot replaces the note whatever its wording."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hippograph.extraction.rules import Draft, is_first_person, is_irrealis, is_negated, lemma, word_set
+from hippograph.models import NoteKind
+
+if TYPE_CHECKING:
+    from spacy.tokens import Span, Token
+
+# Verbs of a self-introduction whose place or organisation is the user's own.
+_INTRO_VERBS = word_set("be work lecture teach coach run base stay study practise practice")
+_PLACE_PREPS = word_set("in outside near")
+_ORG_PREPS = word_set("at for")
+_NOT_PLACES = word_set("ORG DATE TIME NORP LANGUAGE CARDINAL ORDINAL MONEY PERCENT QUANTITY EVENT PRODUCT")
+MANAGERS = word_set("manager boss supervisor")
+_MANAGING_PARTNER = word_set("supervising managing")
+
+
+def _clause_of(tok: Token) -> Token:
+    """The clause head above a token, passing noun phrases and participles ('lawyer based in')."""
+    head = tok.head
+    while head.head.i != head.i and (head.pos_ not in ("VERB", "AUX") or head.dep_ in ("acl", "amod")):
+        head = head.head
+    return head
+
+
+def _own_clause(verb: Token) -> bool:
+    """The user speaks of themselves: 'I' is the subject, or a subjectless fragment ('plumber in Sydney')."""
+    subjects = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
+    if subjects:
+        return all(is_first_person(s) and s.lower_ in ("i", "me") for s in subjects)
+    return verb.dep_ == "ROOT" and verb.pos_ in ("NOUN", "PROPN")
+
+
+def _name(tok: Token) -> str:
+    ent = next((e for e in tok.doc.ents if e.start <= tok.i < e.end), None)
+    if ent is not None:
+        return ent.text
+    words = [t for t in tok.subtree if t.dep_ in ("compound", "nmod", "flat") or t == tok]
+    return " ".join(t.text for t in words if t.pos_ == "PROPN" or t == tok)
+
+
+def _label(tok: Token) -> str:
+    return tok.ent_type_ or ""
+
+
+def self_intro_notes(sent: Span) -> list[tuple[Draft, Token]]:
+    """City and employer from a self-introduction, with the token each came from."""
+    out: list[tuple[Draft, Token]] = []
+    for prep in sent:
+        if prep.dep_ != "prep" or prep.lower_ not in _PLACE_PREPS | _ORG_PREPS:
+            continue
+        pobj = next((c for c in prep.children if c.dep_ == "pobj"), None)
+        if pobj is None:
+            continue
+        verb = _clause_of(prep)
+        if verb.pos_ in ("VERB", "AUX") and (lemma(verb) not in _INTRO_VERBS or is_irrealis(verb) or
+                                             is_negated(verb)):
+            continue
+        if not _own_clause(verb):
+            continue
+        named = [t for t in pobj.subtree if t.pos_ == "PROPN" and t.dep_ in ("compound", "nmod", "pobj")]
+        if not named:
+            continue
+        proper = named[-1] if pobj.pos_ != "PROPN" else pobj
+        if prep.lower_ in _PLACE_PREPS and _label(proper) not in _NOT_PLACES and not proper.text.isupper():
+            phrase = " ".join(t.text for t in pobj.subtree if t.dep_ != "punct")
+            slot = "fact:work_location" if pobj.lemma_.lower() == "office" else "fact:live_in"
+            out.append(((NoteKind.fact, f"Is based {prep.lower_} {phrase}", slot), prep))
+        elif prep.lower_ in _ORG_PREPS and _label(proper) in ("ORG", "FAC", "") and proper.is_title:
+            out.append(((NoteKind.fact, f"Works at {_name(proper)}", "fact:work_at"), prep))
+    return out
+
+
+def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
+    """'new boss is Rachel Nguyen', 'my supervising partner is Luc', 'I now report to Anne Claes'."""
+    out: list[tuple[Draft, Token]] = []
+    for verb in sent:
+        if is_irrealis(verb) or is_negated(verb):
+            continue
+        if lemma(verb) == "be":
+            subj = next((c for c in verb.children if c.dep_ == "nsubj"), None)
+            attr = next((c for c in verb.children if c.dep_ == "attr" and c.pos_ == "PROPN"), None)
+            if subj is None or attr is None:
+                continue
+            mods = {c.lower_ for c in subj.children}
+            mine = "my" in mods or ("new" in mods and not any(c.dep_ in ("poss", "det") for c in subj.children))
+            word = subj.lemma_.lower()
+            if mine and (word in MANAGERS or (word == "partner" and mods & _MANAGING_PARTNER)):
+                out.append(((NoteKind.fact, f"Manager is {_name(attr)}", "fact:manager"), subj))
+                out.append(((NoteKind.fact, "", ""), verb))  # claims the clause
+        elif lemma(verb) == "report":
+            subj = next((c for c in verb.children if c.dep_ == "nsubj"), None)
+            to = next((c for c in verb.children if c.dep_ == "prep" and c.lower_ == "to"), None)
+            who = next((c for c in to.children if c.dep_ == "pobj" and c.pos_ == "PROPN"), None) if to else None
+            if subj is not None and subj.lower_ == "i" and who is not None:
+                out.append(((NoteKind.fact, f"Reports to {_name(who)}", "fact:manager"), verb))
+    return out

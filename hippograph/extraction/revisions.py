@@ -1,0 +1,64 @@
+"""Statements that revise an earlier one: "change of plan: Postgres instead", "we switched our ATS to
+Greenhouse", "moved my invoicing over to Fergus", "went with Grafana Cloud. final.", "got promoted to
+project manager". Their notes carry a `revise:<kind>:` slot, so ingest gives them the slot of the
+current note of that kind they most resemble (see `hippograph.note_changes`); a promotion replaces the
+job title ("fact:title")."""
+
+from __future__ import annotations
+
+import re
+
+from hippograph.dates import _RELATIVE
+from hippograph.extraction.rules import Draft, slug
+from hippograph.models import NoteKind
+from hippograph.note_changes import REVISE
+
+_CHANGE = re.compile(r"\bchange of plans?(?:\s+(?:on|for|about)\s+(?P<about>[^:,.!?]+))?\s*[:,-]?\s*(?P<what>[^,.!?;]+)",
+                     re.IGNORECASE)
+_SWITCH = re.compile(r"(?:^|\b(?:i|we|i've|we've|just|also|so|and)\s+)(?:have\s+)?(?:just\s+)?"
+                     r"(?P<verb>switched|moved|migrated|changed)\s+(?P<poss>my|our|the)(?P<owner>\s+[\w-]+'s)?\s+"
+                     r"(?P<what>[\w' -]+?)\s+(?:over\s+)?(?:from\s+[\w' .-]+?\s+)?to\s+(?P<to>[^,.!?;]+?)(?=\s+(?:and|but|because|so)\b|[,.!?;]|$)",
+                     re.IGNORECASE)
+_WENT_WITH = re.compile(r"(?:^|[.!?]\s*|\b(?:ok|so|we|i)\s+)went with\s+(?P<what>[^,.!?;]+)", re.IGNORECASE)
+_DECIDED = re.compile(r"(?:^|[.!?:]\s*)(?:it's|it is|that's|that is)?\s*(?:decided|final)\s*[.!]*\s*$|"
+                      r"\b(?:it's|it is) decided\b", re.IGNORECASE)
+_AGREED = re.compile(r"\b(?:i|we) (?:agreed|decided|voted)\s*:\s*(?P<what>[^.!?;]+)", re.IGNORECASE)
+_PROMOTED = re.compile(r"\bpromoted(?:\s+to\s+(?P<title>[\w -]+?))?(?=\s+(?:at|in|last|this|from|on)\b|[.,!?\s]*$|[.,!?])"
+                       r"(?P<rest>[^.!?]*)[.!?]*\s*(?:(?P<after>[\w -]+?)\s+now\b)?", re.IGNORECASE)
+_SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them"}
+
+
+def _swap(text: str) -> str:
+    return re.sub(r"\b(my|our|me|i|us)\b", lambda m: _SWAP[m.group(1).lower()], text.strip(), flags=re.IGNORECASE)
+
+
+def _when(text: str) -> str:
+    found = _RELATIVE.search(text)
+    return f" {found.group(0)}" if found else ""
+
+
+def revision_notes(text: str, has_preference: bool) -> list[Draft]:
+    """The revisions one user message states (usually none)."""
+    out: list[Draft] = []
+    change = _CHANGE.search(text)
+    if change is not None and not has_preference and change["what"].strip():
+        about = f" on {_swap(change['about'])}" if change["about"] else ""
+        what = _swap(change["what"])
+        out.append((NoteKind.decision, f"Decided{about}: {what}", f"{REVISE}decision:decision:{slug(what)}"))
+    if (switch := _SWITCH.search(text)) is not None:
+        ours = switch["poss"].lower() == "our" or bool(switch["owner"])
+        kind = NoteKind.decision if ours else NoteKind.fact
+        owner = " ".join(_swap(w) for w in (switch["poss"], (switch["owner"] or "").strip()) if w)
+        note = f"Switched {owner} {switch['what']} to {switch['to'].strip()}"
+        out.append((kind, note, f"{REVISE}{kind.value}:{kind.value}:switch:{slug(switch['what'])}"))
+    if (went := _WENT_WITH.search(text)) is not None:
+        what = went["what"].strip()
+        out.append((NoteKind.decision, f"Went with {_swap(what)}", f"decision:go_with:{slug(what)}"))
+    if not out and _DECIDED.search(text) and (agreed := _AGREED.search(text)) is not None:
+        what = _swap(agreed["what"])
+        out.append((NoteKind.decision, f"Decided: {what}", f"{REVISE}decision:decision:{slug(what)}"))
+    promoted = _PROMOTED.search(text)
+    if promoted is not None and (title := promoted["title"] or promoted["after"]):
+        title = re.sub(r"^(?:a|an|the)\s+", "", title.strip(), flags=re.IGNORECASE)
+        out.append((NoteKind.fact, f"Was promoted to {title}{_when(text)}", "fact:title"))
+    return out

@@ -1,0 +1,104 @@
+"""Preferences, names, retractions and revisions from the way users phrase them (SpacyExtractor)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from hippograph.extraction.spacy_extractor import SpacyExtractor
+from hippograph.models import Episode, NoteKind, Role
+
+SAID = datetime(2025, 3, 12, 15, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def extractor() -> SpacyExtractor:
+    ex = SpacyExtractor()
+    ex.load()
+    return ex
+
+
+def notes(ex: SpacyExtractor, text: str, role: Role = Role.user) -> dict[str, tuple[NoteKind, str]]:
+    ep = Episode(id="ep0", user_id="u1", role=role, content=text, timestamp=SAID, seq=0)
+    return {n.slot: (n.kind, n.text) for n in ex.extract([ep]).notes}
+
+
+@pytest.mark.parametrize(("text", "slot", "word"), [
+    ("please keep your replies brief, I'm on my phone", "preference:answer_length", "brief"),
+    pytest.param("Don't send me walls of text, long answers lose me", "preference:answer_length", "long",
+                 marks=pytest.mark.xfail(reason="'text' is read as the contact channel before 'long'", strict=True)),
+    ("from now on reply in German please", "preference:reply_language", "german"),
+    ("could you answer in Italian from now on?", "preference:reply_language", "italian"),
+    ("numbered lists always", "preference:format", "lists"),
+    ("I'd rather you phone me than email", "preference:contact_channel", "phone"),
+    ("Slack is better for me than email.", "preference:contact_channel", "slack"),
+    ("no emojis in the summaries please", "preference:emoji", "emoji"),
+    ("Never include draft figures in the board pack.", "preference:do:figure", "draft figures"),
+    ("I can't stand PDF attachments.", "preference:file_format", "pdf"),
+])  # fmt: skip
+def test_instructions_get_a_topic_slot(extractor: SpacyExtractor, text: str, slot: str, word: str) -> None:
+    found = notes(extractor, text)
+    assert slot in found, found
+    kind, note = found[slot]
+    assert kind == NoteKind.preference and word in note.lower()
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("Hi, I'm Margaret but call me Meg.", "Meg"),
+    ("Everyone calls me Rob, you can too", "Rob"),
+    ("I go by Kit these days.", "Kit"),
+    ("Please address me as Dr Okafor in the letters.", "Dr Okafor"),
+])  # fmt: skip
+def test_name_to_use(extractor: SpacyExtractor, text: str, name: str) -> None:
+    assert notes(extractor, text)["preference:name"] == (NoteKind.preference, f"Wants to be called {name}")
+
+
+@pytest.mark.parametrize(("text", "topic"), [
+    ("forget what I said about the weekly digest", "weekly digest"),
+    ("Please disregard my earlier request about bullet points.", "bullet points"),
+    ("ignore the earlier thing about cc'ing my boss, we sorted it out", "cc'ing my boss"),
+])  # fmt: skip
+def test_retractions_give_only_a_retraction(extractor: SpacyExtractor, text: str, topic: str) -> None:
+    found = notes(extractor, text)
+    assert list(found) == [f"retract:{topic}"]
+
+
+def test_fine_now_replaces_the_topic(extractor: SpacyExtractor) -> None:
+    found = notes(extractor, "Long answers are fine now, I have more time.")
+    assert found["preference:answer_length"][1] == "Is fine with Long answers now"
+
+
+@pytest.mark.parametrize(("text", "kind", "words"), [
+    ("Change of plan: Vercel instead, the pricing is simpler.", NoteKind.decision, ["Vercel"]),
+    ("We switched our CRM to HubSpot last month.", NoteKind.decision, ["HubSpot", "February 2025"]),
+    ("moved my notes over to Obsidian two weeks ago", NoteKind.fact, ["Obsidian", "February 2025"]),
+])  # fmt: skip
+def test_revisions(extractor: SpacyExtractor, text: str, kind: NoteKind, words: list[str]) -> None:
+    found = [(k, t) for s, (k, t) in notes(extractor, text).items() if s.startswith("revise:")]
+    assert len(found) == 1 and found[0][0] == kind and all(w in found[0][1] for w in words), found
+
+
+def test_work_facts_have_one_slot_each(extractor: SpacyExtractor) -> None:
+    found = notes(extractor, "I'm a nurse at St Mary's Hospital in Leeds.")
+    assert found["fact:work_at"][1].startswith("Works at St Mary")
+    assert "Leeds" in found["fact:live_in"][1]
+    assert notes(extractor, "new boss is Priya Shah")["fact:manager"][1] == "Manager is Priya Shah"
+    assert notes(extractor, "Since the reorg I report to Tom Berg.")["fact:manager"][1] == "Reports to Tom Berg"
+    assert notes(extractor, "I got promoted to staff engineer last month")["fact:title"][1] == \
+        "Was promoted to staff engineer in February 2025"
+    assert "fact:manage" in notes(extractor, "I head the payments team now")
+
+
+@pytest.mark.parametrize("text", [
+    "can you summarise this thread for me?",
+    "If I move to Oslo I'd want replies in Norwegian.",
+    "My colleague wants short answers.",
+    "write me a cover letter for the role",
+])  # fmt: skip
+def test_no_preference(extractor: SpacyExtractor, text: str) -> None:
+    assert not [s for s in notes(extractor, text) if s.startswith(("preference", "retract", "revise"))]
+
+
+def test_assistant_instructions_give_nothing(extractor: SpacyExtractor) -> None:
+    assert notes(extractor, "Please keep it short and call me Sam.", role=Role.assistant) == {}
