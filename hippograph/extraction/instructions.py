@@ -31,8 +31,9 @@ TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ("tone", word_set("tone formal informal casual cheerleader slang joke jokes blunt straight friendly polite")),
     ("answer_length", word_set("short brief concise long essay essays detailed detail details length shorter "
                                "longer verbose wordy lengthy")),
+    # a channel preference names a channel: "remind me to water the plants" is a task, not one
     ("contact_channel", word_set("email e-mail mail text texts sms call calls phone whatsapp telegram signal "
-                                 "slack ping reminder reminders remind reach")),
+                                 "slack")),
     ("file_format", word_set("csv xlsx excel pdf docx spreadsheet spreadsheets")),
     ("format", word_set("bullet bullets table tables list lists paragraph paragraphs markdown latex heading "
                         "headings intro formatting layout")),
