@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.prompts import extract as p
+from hippograph.extraction.rules import is_small_talk, split_speaker
 from hippograph.llm.client import LLMClient
 from hippograph.llm.usage import acting_for, current_user
 from hippograph.models import Episode, NoteKind
@@ -76,6 +77,7 @@ class LLMExtractor:
 def to_extraction(answer: p.LLMExtraction, batch: Sequence[Episode], extractor: str) -> Extraction:
     """The model's answer checked against the batch it was asked about."""
     ids = {p.message_key(i): ep.id for i, ep in enumerate(batch)}
+    texts = {ep.id: ep.content for ep in batch}
     user_words = {p.USER_NAME.lower(), "user", "i", "me", "<user>"}
 
     def name(raw: str) -> str | None:
@@ -111,7 +113,7 @@ def to_extraction(answer: p.LLMExtraction, batch: Sequence[Episode], extractor: 
         ep = ids.get(m.message.strip())
         if ep is None:
             continue
-        if m.small_talk:
+        if m.small_talk and is_small_talk(split_speaker(texts[ep])[1]):  # a model may confirm small talk, never drop a message
             small_talk.append(ep)
         names = [n for raw in m.entities if (n := name(raw)) and n != USER]
         for n in names:

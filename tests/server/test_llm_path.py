@@ -232,3 +232,18 @@ def test_a_server_without_schema_support_gets_the_schema_in_the_prompt(fake: Fak
         assert formats == ["json_schema", "json_object", "json_object"]  # switched once, then kept
         assert "JSON schema" in fake.calls("/chat/completions")[1]["json"]["messages"][0]["content"]
         assert {n.text for n in svc.graph.list_notes("dee")} == {"Lives in Oslo", "Works at Initech"}
+
+
+def test_a_model_cannot_drop_a_real_message_as_small_talk() -> None:
+    from datetime import UTC, datetime
+
+    from hippograph.extraction.llm_extractor import to_extraction
+    from hippograph.extraction.prompts import extract as p
+    from hippograph.models import Episode
+
+    batch = [Episode(id=f"ep{i}", user_id="u", role=Role.user, content=text, timestamp=datetime(2024, 1, 1, tzinfo=UTC))
+             for i, text in enumerate(["I live in Lisbon.", "Thanks a lot!"])]
+    answer = p.LLMExtraction.model_validate({"messages": [{"message": "m1", "small_talk": True},
+                                                          {"message": "m2", "small_talk": True}]})
+    # a tiny model called both small talk: only the one the rules agree on is left out of the index
+    assert to_extraction(answer, batch, "llm:tiny").small_talk == ["ep1"]
