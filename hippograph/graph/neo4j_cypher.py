@@ -14,10 +14,20 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from neo4j import AsyncManagedTransaction, AsyncTransaction
 from neo4j.time import DateTime
 
 from hippograph.errors import InvalidInput
 from hippograph.models import Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, SessionInfo
+
+Tx = AsyncManagedTransaction | AsyncTransaction
+Rows = list[dict[str, Any]]
+
+
+async def data(tx: Tx, query: str, **params: Any) -> Rows:
+    """Run one query in the transaction; its rows as dicts."""
+    return await (await tx.run(query, params)).data()
+
 
 LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,39}$")
 PREDICATE = re.compile(r"^[A-Z][A-Z0-9_]{0,49}$")

@@ -8,17 +8,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from neo4j import AsyncManagedTransaction, AsyncTransaction
-
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.models import Note, Relation
 
-Tx = AsyncManagedTransaction | AsyncTransaction
-Rows = list[dict[str, Any]]
+Tx = cy.Tx
+Rows = cy.Rows
 
 
-async def _data(tx: Tx, query: str, **params: Any) -> Rows:
-    return await (await tx.run(query, params)).data()
+_data = cy.data
 
 
 # --- Cypher --------------------------------------------------------------------------------------

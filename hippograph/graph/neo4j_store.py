@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import networkx as nx
-from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, AsyncSession, AsyncTransaction
+from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncSession, AsyncTransaction
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 from neo4j.exceptions import ConfigurationError as DriverConfigurationError
 
@@ -43,16 +43,15 @@ from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
 from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id, utcnow
 
-Tx = AsyncManagedTransaction | AsyncTransaction
-Rows = list[dict[str, Any]]
+Tx = cy.Tx
+Rows = cy.Rows
 T = TypeVar("T")
 DELETE_CHUNK = 5000  # nodes per delete_user transaction
 REL_CACHE_MAX = 1_000_000
 NO_LIMIT = 2**62  # SQLite reads a negative LIMIT as none
 
 
-async def _data(tx: Tx, query: str, **params: Any) -> Rows:
-    return await (await tx.run(query, params)).data()
+_data = cy.data
 
 
 async def _cypher(tx: Tx, query: str, params: dict[str, Any]) -> Rows:

@@ -10,10 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from hippograph.auth import ApiKey
-from hippograph.graph.neo4j_cypher import from_neo, to_neo
+from hippograph.graph.neo4j_cypher import Rows, from_neo, to_neo
 from hippograph.models import utcnow
-
-Rows = list[dict[str, Any]]
 
 # --- tenants and keys: (:User {user_id: <owner key>, tenant, external_id}), (:ApiKey {...}) ---------
 OWNER_OF = "MATCH (u:User {tenant: $tenant, external_id: $user}) RETURN u.user_id AS owner"

@@ -7,6 +7,7 @@ import json
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from hippograph.auth import DEFAULT_TENANT, ApiKey
@@ -168,6 +169,19 @@ def normalise(name: str) -> str:
     s = _ARTICLES.sub("", s)
     s = s.removesuffix("'s")
     return s
+
+
+# --- query helpers --------------------------------------------------------------------------------
+def marks(n: int) -> str:
+    """n `?` placeholders for an IN (...) list."""
+    return ",".join("?" * n)
+
+
+def chunks(ids: Sequence[str], size: int = 500) -> Iterator[list[str]]:
+    """The distinct ids in pieces that stay under SQLite's bound-parameter limit."""
+    ids = list(dict.fromkeys(ids))
+    for i in range(0, len(ids), size):
+        yield ids[i:i + size]
 
 
 # --- rows to models, and the upgrade of older stores --------------------------------------------

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 
 import networkx as nx
 
 from hippograph.graph.cache import PerUser
 from hippograph.graph.ppr import PageRankGraph
-from hippograph.graph.schema import note_of, relation_of
+from hippograph.graph.schema import chunks, marks, note_of, relation_of
 from hippograph.models import Note, Relation
 
 #: table of episode id -> client id for episodes that expired while notes or relations cite them
@@ -29,16 +29,6 @@ CREATE TABLE IF NOT EXISTS episode_refs (
 );
 CREATE INDEX IF NOT EXISTS episode_refs_user ON episode_refs(user_id);
 """
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
-def _chunks(ids: Sequence[str], size: int = 500) -> Iterator[list[str]]:
-    ids = list(dict.fromkeys(ids))
-    for i in range(0, len(ids), size):
-        yield ids[i:i + size]
 
 
 class SqliteForgetting:
@@ -59,9 +49,9 @@ class SqliteForgetting:
 
     def mentioned_in(self, user_id: str, episode_ids: Sequence[str]) -> list[str]:
         out: list[str] = []
-        for chunk in _chunks(episode_ids):
+        for chunk in chunks(episode_ids):
             out += [r["entity_id"] for r in self._rows(
-                f"SELECT DISTINCT entity_id FROM mentions WHERE +user_id=? AND episode_id IN ({_marks(len(chunk))})",
+                f"SELECT DISTINCT entity_id FROM mentions WHERE +user_id=? AND episode_id IN ({marks(len(chunk))})",
                 (user_id, *chunk))]
         return list(dict.fromkeys(out))
 
@@ -73,8 +63,8 @@ class SqliteForgetting:
 
     def client_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
-        for chunk in _chunks(episode_ids):
-            m = _marks(len(chunk))
+        for chunk in chunks(episode_ids):
+            m = marks(len(chunk))
             for r in self._rows(f"SELECT episode_id AS id, client_id FROM episode_refs WHERE +user_id=? AND "
                                 f"episode_id IN ({m}) UNION ALL SELECT id, client_id FROM episodes WHERE +user_id=? "
                                 f"AND id IN ({m})", (user_id, *chunk, user_id, *chunk)):
@@ -84,15 +74,15 @@ class SqliteForgetting:
     def drop_orphan_entities(self, user_id: str, entity_ids: Sequence[str]) -> list[str]:
         gone: list[str] = []
         with self._tx() as c:
-            for chunk in _chunks(entity_ids):
-                m = _marks(len(chunk))
+            for chunk in chunks(entity_ids):
+                m = marks(len(chunk))
                 found = [r["id"] for r in c.execute(
                     f"SELECT id FROM entities e WHERE user_id=? AND is_user=0 AND id IN ({m}) "
                     "AND NOT EXISTS (SELECT 1 FROM mentions x WHERE x.entity_id = e.id) "
                     "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.user_id = e.user_id "
                     "AND (r.source_id = e.id OR r.target_id = e.id))", (user_id, *chunk))]
                 if found:
-                    f = _marks(len(found))
+                    f = marks(len(found))
                     c.execute(f"DELETE FROM aliases WHERE user_id=? AND entity_id IN ({f})", (user_id, *found))
                     c.execute(f"DELETE FROM entities WHERE id IN ({f})", found)
                 gone += found
@@ -102,8 +92,8 @@ class SqliteForgetting:
 
     def delete_relations(self, user_id: str, ids: Sequence[str]) -> None:
         with self._tx() as c:
-            for chunk in _chunks(ids):
-                c.execute(f"DELETE FROM relations WHERE user_id=? AND id IN ({_marks(len(chunk))})", (user_id, *chunk))
+            for chunk in chunks(ids):
+                c.execute(f"DELETE FROM relations WHERE user_id=? AND id IN ({marks(len(chunk))})", (user_id, *chunk))
         self._changed(user_id)
 
     def rewrite_relations(self, relations: Sequence[Relation]) -> None:
@@ -122,8 +112,8 @@ class SqliteForgetting:
     def derived_from(self, user_id: str, episode_ids: Sequence[str]) -> tuple[list[Note], list[Relation]]:
         notes: dict[str, Note] = {}
         relations: dict[str, Relation] = {}
-        for chunk in _chunks(episode_ids):
-            m = _marks(len(chunk))  # sources are JSON lists: json_each looks inside them in SQL
+        for chunk in chunks(episode_ids):
+            m = marks(len(chunk))  # sources are JSON lists: json_each looks inside them in SQL
             for r in self._rows("SELECT * FROM notes n WHERE user_id=? AND EXISTS (SELECT 1 FROM "
                                 f"json_each(n.episodes) j WHERE j.value IN ({m}))", (user_id, *chunk)):
                 notes[r["id"]] = note_of(r)
@@ -135,8 +125,8 @@ class SqliteForgetting:
 
     def redact_audit(self, user_id: str, item_ids: Sequence[str]) -> None:
         with self._tx() as c:
-            for chunk in _chunks(item_ids):
-                c.execute(f"UPDATE audit SET text=NULL WHERE user_id=? AND item_id IN ({_marks(len(chunk))}) "
+            for chunk in chunks(item_ids):
+                c.execute(f"UPDATE audit SET text=NULL WHERE user_id=? AND item_id IN ({marks(len(chunk))}) "
                           "AND text IS NOT NULL", (user_id, *chunk))
 
     def compact(self, full: bool = False) -> None:

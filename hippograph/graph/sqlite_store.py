@@ -26,6 +26,7 @@ from hippograph.graph.schema import (
     entity_of,
     episode_of,
     iso,
+    marks,
     migrate,
     normalise,
     note_of,
@@ -38,10 +39,6 @@ from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, Sessi
 from hippograph.storage_guard import disk_full
 
 USER_ENTITY_KEY = "<user>"
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -188,14 +185,14 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
         rows = self._rows(
             # "+user_id" keeps SQLite on the primary key: with a long id list it would otherwise pick the
             # (user_id, ...) index and read every episode of the user (12 ms instead of 0.5 at 30k)
-            f"SELECT * FROM episodes WHERE +user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids)
+            f"SELECT * FROM episodes WHERE +user_id=? AND id IN ({marks(len(ids))})", (user_id, *ids)
         )
         return [episode_of(r) for r in rows]
 
     def episodes_by_ids(self, ids: Sequence[str]) -> list[Episode]:
         if not ids:
             return []
-        return [episode_of(r) for r in self._rows(f"SELECT * FROM episodes WHERE id IN ({_marks(len(ids))})",
+        return [episode_of(r) for r in self._rows(f"SELECT * FROM episodes WHERE id IN ({marks(len(ids))})",
                                                 tuple(ids))]
 
     def session_episodes(self, user_id: str, session_id: str) -> list[Episode]:
@@ -209,7 +206,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
             return {}
         rows = self._rows(
             "SELECT a.id AS after_id, b.* FROM episodes a JOIN episodes b ON b.user_id = a.user_id "
-            f"AND b.session_id = a.session_id AND b.seq = a.seq + 1 WHERE +a.user_id=? AND a.id IN ({_marks(len(ids))})",
+            f"AND b.session_id = a.session_id AND b.seq = a.seq + 1 WHERE +a.user_id=? AND a.id IN ({marks(len(ids))})",
             (user_id, *ids),
         )
         return {r["after_id"]: episode_of(r) for r in rows}
@@ -232,7 +229,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
             return
         with self._tx() as c:
             c.execute(
-                f"UPDATE episodes SET processed=1, extractor=? WHERE id IN ({_marks(len(ids))})",
+                f"UPDATE episodes SET processed=1, extractor=? WHERE id IN ({marks(len(ids))})",
                 (extractor, *ids),
             )
 
@@ -241,9 +238,9 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
             return []
         with self._tx() as c:
             found = [r["id"] for r in c.execute(
-                f"SELECT id FROM episodes WHERE +user_id=? AND id IN ({_marks(len(ids))})", (user_id, *ids))]
+                f"SELECT id FROM episodes WHERE +user_id=? AND id IN ({marks(len(ids))})", (user_id, *ids))]
             self._delete_episode_rows(c, user_id, found)
-            c.execute(f"DELETE FROM episode_refs WHERE user_id=? AND episode_id IN ({_marks(len(ids))})", (user_id, *ids))
+            c.execute(f"DELETE FROM episode_refs WHERE user_id=? AND episode_id IN ({marks(len(ids))})", (user_id, *ids))
         return found
 
     def _delete_episode_rows(self, c: sqlite3.Connection, user_id: str, ids: list[str]) -> None:
@@ -251,7 +248,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
         under SQLite's limit on bound parameters however long a session grew."""
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            m = _marks(len(chunk))
+            m = marks(len(chunk))
             c.execute(f"DELETE FROM mentions WHERE episode_id IN ({m})", chunk)
             c.execute(f"DELETE FROM episodes WHERE id IN ({m})", chunk)
         if ids:
@@ -301,7 +298,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
         if ids:
             with self._tx() as c:
                 c.execute(
-                    f"UPDATE episodes SET indexed=? WHERE id IN ({_marks(len(ids))})", (int(indexed), *ids)
+                    f"UPDATE episodes SET indexed=? WHERE id IN ({marks(len(ids))})", (int(indexed), *ids)
                 )
 
     # --- entities ------------------------------------------------------------------------------
@@ -357,7 +354,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
         for i in range(0, len(norms), 500):
             chunk = norms[i:i + 500]
             for r in self._rows("SELECT a.norm AS hit, e.* FROM aliases a JOIN entities e ON e.id = a.entity_id "
-                                f"WHERE a.user_id=? AND a.norm IN ({_marks(len(chunk))}) ORDER BY e.id",
+                                f"WHERE a.user_id=? AND a.norm IN ({marks(len(chunk))}) ORDER BY e.id",
                                 (user_id, *chunk)):
                 out.setdefault(r["hit"], []).append(entity_of(r))
         return out
@@ -400,7 +397,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
         if not ids:
             return
         with self._tx() as c:
-            c.execute(f"UPDATE relations SET invalid_at=? WHERE id IN ({_marks(len(ids))})", (iso(at), *ids))
+            c.execute(f"UPDATE relations SET invalid_at=? WHERE id IN ({marks(len(ids))})", (iso(at), *ids))
         for rel in self.get_relations(ids):
             self._cache_edge(rel)
 
@@ -413,7 +410,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
         if not ids:
             return []
         return [relation_of(r) for r in self._rows(
-            f"SELECT * FROM relations WHERE id IN ({_marks(len(ids))})", tuple(ids))]
+            f"SELECT * FROM relations WHERE id IN ({marks(len(ids))})", tuple(ids))]
 
     def link_mentions(self, episode_id: str, entity_ids: Sequence[str]) -> None:
         if not entity_ids:
@@ -431,7 +428,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
             return {}
         out: dict[str, list[str]] = {}
         for r in self._rows(f"SELECT entity_id, episode_id FROM mentions WHERE +user_id=? AND entity_id IN "
-                            f"({_marks(len(entity_ids))}) ORDER BY episode_id", (user_id, *entity_ids)):
+                            f"({marks(len(entity_ids))}) ORDER BY episode_id", (user_id, *entity_ids)):
             out.setdefault(r["entity_id"], []).append(r["episode_id"])
         return out
 
@@ -459,7 +456,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
             reach = nx.single_source_shortest_path_length(view.to_undirected(as_view=True), entity_id,
                                                           cutoff=depth)
             rel_ids = [k for u, v, k in view.subgraph(reach).edges(keys=True)]
-        ents = self._rows(f"SELECT * FROM entities WHERE id IN ({_marks(len(reach))})", tuple(reach))
+        ents = self._rows(f"SELECT * FROM entities WHERE id IN ({marks(len(reach))})", tuple(reach))
         return Subgraph([entity_of(r) for r in ents], self.get_relations(rel_ids))
 
     def personalized_pagerank(self, user_id: str, seeds: Sequence[str], limit: int = 20) -> list[tuple[str, float]]:
@@ -481,7 +478,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
             graph = PageRankGraph(
                 [(r["episode_id"], r["entity_id"]) for r in self._rows(
                     "SELECT m.episode_id, m.entity_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
-                    f"WHERE m.user_id=? AND e.type NOT IN ({_marks(len(ATTRIBUTE_TYPES))})",
+                    f"WHERE m.user_id=? AND e.type NOT IN ({marks(len(ATTRIBUTE_TYPES))})",
                     (user_id, *ATTRIBUTE_TYPES))],
                 [(r["source_id"], r["target_id"]) for r in self._rows(
                     "SELECT source_id, target_id FROM relations WHERE user_id=? AND invalid_at IS NULL", (user_id,))])
@@ -492,7 +489,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
         """Relations touching any of these entities."""
         if not entity_ids:
             return []
-        m = _marks(len(entity_ids))
+        m = marks(len(entity_ids))
         cond = "" if include_invalid else "AND invalid_at IS NULL"
         rows = self._rows(f"SELECT * FROM relations WHERE user_id=? AND (source_id IN ({m}) OR target_id IN ({m})) "
                           f"{cond}", (user_id, *entity_ids, *entity_ids))
@@ -518,7 +515,7 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
     def notes_by_ids(self, ids: Sequence[str]) -> list[Note]:
         if not ids:
             return []
-        return [note_of(r) for r in self._rows(f"SELECT * FROM notes WHERE id IN ({_marks(len(ids))})", tuple(ids))]
+        return [note_of(r) for r in self._rows(f"SELECT * FROM notes WHERE id IN ({marks(len(ids))})", tuple(ids))]
 
     def current_note_by_slot(self, user_id: str, slot: str) -> Note | None:
         rows = self._rows("SELECT * FROM notes WHERE user_id=? AND slot=? AND invalid_at IS NULL "

@@ -10,12 +10,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from hippograph.auth import ApiKey
-from hippograph.graph.schema import iso, key_of
+from hippograph.graph.schema import chunks, iso, key_of, marks
 from hippograph.models import utcnow
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 class SqliteTenancy:
@@ -35,11 +31,9 @@ class SqliteTenancy:
                                  (tenant, user_id)).fetchone()["owner"])
 
     def owners(self, owner_keys: Sequence[str]) -> dict[str, tuple[str, str]]:
-        keys = list(dict.fromkeys(owner_keys))
         out: dict[str, tuple[str, str]] = {}
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            for r in self._rows(f"SELECT * FROM owners WHERE owner IN ({_marks(len(chunk))})", chunk):
+        for chunk in chunks(owner_keys):
+            for r in self._rows(f"SELECT * FROM owners WHERE owner IN ({marks(len(chunk))})", chunk):
                 out[r["owner"]] = (r["tenant"], r["user_id"])
         return out
 
