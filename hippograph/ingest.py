@@ -44,7 +44,7 @@ from hippograph.models import (
     stable_id,
     utcnow,
 )
-from hippograph.note_changes import RETRACT, retracted, revised, revision_kind
+from hippograph.note_changes import RETRACT, named_old, retracted, revised, revision_kind
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.ingest")
@@ -329,7 +329,8 @@ class Ingestor:
         with self.graph.batch():
             by_name = self._resolve(user_id, user, ex)
             relations = self._relations(user_id, user, ex, by_name, when, stale)
-            notes = self._notes(user_id, ex, when, result, stale, f"extractor:{extractor}")
+            texts = {e.id: e.content for e in episodes if e.role == Role.user}
+            notes = self._notes(user_id, ex, when, result, stale, f"extractor:{extractor}", texts)
             for ep_id, names in ex.mentions.items():
                 self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
             self.graph.set_indexed(list(small | observations), False)
@@ -379,7 +380,7 @@ class Ingestor:
 
     def _notes(
         self, user_id: str, ex: Extraction, when: dict[str, datetime], result: IngestResult, stale: list[str],
-        actor: str,
+        actor: str, texts: dict[str, str],
     ) -> list[Note]:
         """Create, supersede or confirm notes; returns every one touched, all to be (re)indexed
         (re-indexing an unchanged note is idempotent, and repairs one whose indexing failed). Creations
@@ -395,6 +396,8 @@ class Ingestor:
                 old = revised(kind, n.text, self.graph.list_notes(user_id), self.indexer.embedder.embed)
                 n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
             current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n.kind, n.text)
+            if current is None and n.episode_id in texts:
+                current = named_old(n.kind, n.slot, n.text, texts[n.episode_id], self.graph.list_notes(user_id), n.episode_id)
             if current is not None and current.text.lower() == n.text.lower():
                 if n.episode_id not in current.source_episode_ids:
                     current.source_episode_ids.append(n.episode_id)

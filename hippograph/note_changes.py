@@ -55,3 +55,41 @@ def revision_kind(slot: str) -> NoteKind | None:
         return None
     kind = slot[len(REVISE):].split(":", 1)[0]
     return NoteKind(kind) if kind in {k.value for k in NoteKind} else None
+
+
+# "left infosys, been at paytrail", "moved all my jobs over to tradify, servicem8 is gone", "Linear instead
+# of Jira", "not checkout anymore": a message that states a new note and names the old one's value in
+# words of change replaces that note, however differently the two are worded.
+_CHANGE = re.compile(r"\b(?:instead|anymore|any more|no longer|switch\w*|mov(?:e|ed|ing)|chang\w*|left|leav\w*|"
+                     r"quit|gone|off|over|replac\w*|rather|not|no|update\w*|dropp\w*|ditch\w*|done with)\b",
+                     re.IGNORECASE)
+_NOTE_FRAME = word_set("is are was were has have had wants want the assistant them they their prefers prefer "
+                       "likes decided decide works work lives live uses use based being been does not doesn't "
+                       "don't no than every always never")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[\w'-]+", text.lower()) if len(w) > 2 and w not in _STOP and w not in _NOTE_FRAME}
+
+
+def _known(slot: str) -> bool:
+    """A slot of a known subject ('fact:live_in', 'preference:name'), not one named after an object."""
+    return slot.count(":") == 1
+
+
+def named_old(kind: NoteKind, slot: str, text: str, message: str, current: Sequence[Note],
+              episode_id: str) -> Note | None:
+    """The current note of this kind whose own words the message names in a change ("left X", "X is
+    gone", "Y instead of X"), when the message states `text`; none when the message speaks of no change.
+    Two known subjects never replace each other: 'call me Segun, not Olusegun' leaves the wish for texts
+    over calls alone."""
+    if not _CHANGE.search(message):
+        return None
+    said, new = _words(message), _words(text)
+    for note in current:
+        if note.kind != kind or episode_id in note.source_episode_ids or (_known(slot) and _known(note.slot)):
+            continue
+        value = _words(note.text) - new
+        if value & said:
+            return note
+    return None

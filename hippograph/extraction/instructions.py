@@ -85,11 +85,30 @@ def name_note(matcher_hits: list[Span]) -> Draft | None:
     return None
 
 
+# "About the LaTeX format: please forget that request", "the risks thing, drop it": a retraction of what a
+# phrase before it names; "I don't care about the order anymore", "no longer need the summaries".
+_FORGET_THAT = re.compile(r"\b(?:forget|ignore|disregard|drop|scratch|cancel)\s+(?:about\s+)?(?:that|this|it|those)"
+                          r"(?:\s+(?:request|rule|instruction|thing|preference|point|one|bit))?\b", re.IGNORECASE)
+_ABOUT = re.compile(r"^\s*(?:about|re|regarding|as for|on)\s+(?P<topic>[^,.;:!?]+)[:,]", re.IGNORECASE)
+_NO_LONGER = re.compile(r"\b(?:don't|do not|dont|no longer|won't|will not)\s+(?:really\s+)?(?:care about|need|want|mind)\s+"
+                        r"(?P<topic>[^,.;:!?]+?)\s+(?:anymore|any more|any longer)\b", re.IGNORECASE)
+
+
+def _retracted_topic(sent: Span) -> str | None:
+    if (m := _RETRACTION.search(sent.text)) is not None:
+        return m["topic"]
+    if (m := _NO_LONGER.search(sent.text)) is not None:
+        return m["topic"]
+    if _FORGET_THAT.search(sent.text) and (about := _ABOUT.search(sent.doc.text)) is not None:
+        return about["topic"]
+    return None
+
+
 def retraction(sent: Span) -> Draft | None:
-    m = _RETRACTION.search(sent.text)
-    if m is None:
+    found = _retracted_topic(sent)
+    if found is None:
         return None
-    topic = re.sub(r"^(the|my|our|a|an)\s+", "", m["topic"].strip(), flags=re.IGNORECASE)
+    topic = re.sub(r"^(the|my|our|a|an)\s+", "", found.strip(), flags=re.IGNORECASE)
     return NoteKind.preference, f"Retracted: {topic}", RETRACT + slug(topic)
 
 
@@ -202,8 +221,8 @@ def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Dr
         topic = topic_of(words | ({"in"} if request else set()))
         if request:
             tokens = [t for t in tokens if t not in verb.children or t.dep_ not in ("aux", "nsubj")]
-            if topic is None and not lasting:
-                continue
+            if not lasting and (topic is None or (topic != "reply_language" and lemma(verb) not in _COMMUNICATE)):
+                continue  # "can u explain how to do a forecast in excel" asks for one answer, not a habit
         elif topic is None and not (lasting or lemma(verb) in _DIRECTIVE_VERBS or
                                     any(t.dep_ == "neg" for t in verb.children)):
             continue

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 from hippograph.dates import _RELATIVE
-from hippograph.extraction.rules import Draft, slug
+from hippograph.extraction.rules import Draft, Frame, slug
 from hippograph.models import NoteKind
-from hippograph.note_changes import REVISE
+from hippograph.note_changes import RETRACT, REVISE
 
 _CHANGE = re.compile(r"\bchange of plans?(?:\s+(?:on|for|about)\s+(?P<about>[^:,.!?]+))?\s*[:,-]?\s*(?P<what>[^,.!?;]+)",
                      re.IGNORECASE)
@@ -62,3 +62,12 @@ def revision_notes(text: str, has_preference: bool) -> list[Draft]:
         title = re.sub(r"^(?:a|an|the)\s+", "", title.strip(), flags=re.IGNORECASE)
         out.append((NoteKind.fact, f"Was promoted to {title}{_when(text)}", "fact:title"))
     return out
+
+
+def departure(frames: list[Frame]) -> Draft | None:
+    """'left Globex', 'I quit the choir': the user's notes about what they left end (a retraction of it),
+    however the new state is worded. 'Leaving for Paris' names a destination, not what ends."""
+    for frame in frames:
+        if frame.key in ("leave", "quit") and frame.ref is not None and not frame.negated:
+            return NoteKind.fact, f"Left {frame.ref.name}", RETRACT + slug(frame.ref.name)
+    return None

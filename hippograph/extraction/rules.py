@@ -268,9 +268,25 @@ KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": 
 _NOT_PLANS = word_set("be have miss need get happen say tell cry die feel")
 
 
-def fact_slot(key: str, obj: str, past: bool) -> str:
+# A predicate's verb and preposition with the object's type name a slot whatever the verb's wording:
+# "I'm in Bergen" / "based in Lyon" / "settled in Porto" are where the user lives, "I'm at Nordpay" /
+# "working in Infosys" / "took a job with Acme" is the employer.
+_PLACE_KEY = re.compile(r"(?:be|be_base|base|be_locate|live|live_[a-z]+|move|relocate|settle|stay)_(?:in|to)")
+_EMPLOYER_KEY = re.compile(r"be_(?:at|with)|be_employ_(?:at|by)|work(?:_[a-z]+)?_(?:at|for|in|with)|start_(?:at|with)|"
+                           r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)")
+
+
+def _typed_key(key: str, obj_type: str) -> str:
+    if obj_type == "Location" and _PLACE_KEY.fullmatch(key):
+        return "live_in"
+    if obj_type == "Organization" and _EMPLOYER_KEY.fullmatch(key):
+        return "work_at"
+    return key
+
+
+def fact_slot(key: str, obj: str, past: bool, obj_type: str = "") -> str:
     """'fact:live_in' for single-valued keys in the present; 'fact:<key>:<object>' otherwise."""
-    canonical = KEY_ALIASES.get(key, key)
+    canonical = KEY_ALIASES.get(key) or _typed_key(key, obj_type)
     if canonical == "manager":
         return "fact:manager"
     title = re.fullmatch(r"be_([a-z]+)_(at|in|for|with)", canonical)
@@ -465,7 +481,7 @@ def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool) -> D
     frame = next((f for f in frames if f.ref is not None and f.ref.name != f.subject.name), None)
     if frame is None or frame.ref is None:
         return None
-    slot = fact_slot(frame.key, frame.ref.name, is_past(verb))
+    slot = fact_slot(frame.key, frame.ref.name, is_past(verb), frame.ref.type)
     if (negated or frame.negated) and slot.count(":") == 1 and not retracts(sent):
         return None  # "I don't live in Paris" says nothing about where the user lives
     return NoteKind.fact, render(head_tokens(verb) + argument_tokens(verb)), slot

@@ -18,6 +18,7 @@ from hippograph.dates import resolve_in_text
 from hippograph.extraction import instructions, profile, revisions, rules
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
+from hippograph.extraction.subjects import restore_subjects
 from hippograph.models import Episode, EpisodeKind, NoteKind
 
 if TYPE_CHECKING:
@@ -196,6 +197,9 @@ class _Reader:
                 decided = verb.dep_ in ("ccomp", "xcomp") and lemma(verb.head) in rules.DECIDING  # its decision says it
                 if self.sp.notes and subj is not None and subj.name == USER and verb.i not in self.claimed \
                         and not decided and not (frames and frames[0].kind == "possessive" and subject.i in self.claimed):
+                    if (left := revisions.departure(frames)) is not None:
+                        self.note(ExtractedNote(kind=left[0], text=left[1], slot=left[2], episode_id=self.episode_id))
+                        continue
                     for note in rules.clause_notes(verb, subject, frames, sent, negated, self.episode_id):
                         self.note(note)
 
@@ -483,7 +487,13 @@ class SpacyExtractor:
             text = rules.normalise(text[: self.max_chars])
             work.append((episode, rules.speakers_for(episode, speaker, user_name), text))
         if work:
-            docs = self.load().pipe((text for _, _, text in work), batch_size=self.batch_size)
+            nlp = self.load()
+            docs = list(nlp.pipe((text for _, _, text in work), batch_size=self.batch_size))
+            restored = {i: again for i, ((_, sp, _), doc) in enumerate(zip(work, docs, strict=True))
+                        if sp.notes and sp.first == USER and (again := restore_subjects(doc)) is not None}
+            if restored:  # "moved to Oslo last week": parsed again with its subject
+                for i, doc in zip(restored, nlp.pipe(restored.values(), batch_size=self.batch_size), strict=True):
+                    docs[i] = doc
             for (episode, speakers, _), doc in zip(work, docs, strict=True):
                 _Reader(doc, speakers, episode.id, out, episode.timestamp, self._names).read()
         return out.result(self.name)

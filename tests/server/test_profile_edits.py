@@ -76,3 +76,17 @@ def test_delete_is_audited_with_its_actor(client: TestClient) -> None:
     assert [e["action"] for e in about] == ["create", "delete"]  # what happened, when and by whom stays
     assert all(e["text"] is None for e in about)  # but never what it said
     assert client.get("/v1/users/nobody/audit").status_code == 404
+
+
+def test_leaving_an_employer_ends_the_note(client: TestClient) -> None:
+    remember(client, "gwen", "g1", "We use Trello for the sprint board.", "2024-02-01T10:00:00Z")
+    remember(client, "gwen", "g2", "I work at Globex.", "2024-02-01T10:01:00Z")
+    before = {f["id"]: f["fact"] for f in client.get("/v1/users/gwen/profile").json()["facts"]}
+    assert any("Globex" in f for f in before.values()), before
+    remember(client, "gwen", "g3", "quick update: left Globex, started at Initech on Monday",
+             "2024-03-04T09:00:00Z")
+    facts = [f["fact"] for f in client.get("/v1/users/gwen/profile").json()["facts"]]
+    assert any("Initech" in f for f in facts) and not any("Globex" in f for f in facts), facts
+    history = client.get("/v1/users/gwen/profile/history").json()["facts"]
+    old = next(f for f in history if "Globex" in f["fact"])
+    assert old["current"] is False  # kept in the history, no longer today's truth

@@ -102,3 +102,31 @@ def test_no_preference(extractor: SpacyExtractor, text: str) -> None:
 
 def test_assistant_instructions_give_nothing(extractor: SpacyExtractor) -> None:
     assert notes(extractor, "Please keep it short and call me Sam.", role=Role.assistant) == {}
+
+
+@pytest.mark.parametrize(("text", "topic"), [
+    ("About the weekly digest: please drop that request, it's not needed any more.", "weekly digest"),
+    ("put the charts anywhere, I don't care about the chart order anymore", "chart order"),
+])  # fmt: skip
+def test_retractions_worded_freely(extractor: SpacyExtractor, text: str, topic: str) -> None:
+    assert f"retract:{topic}" in notes(extractor, text)
+
+
+def test_a_one_off_request_is_no_preference(extractor: SpacyExtractor) -> None:
+    assert not [s for s in notes(extractor, "could you show me how to build a pivot table in excel")
+                if s.startswith("preference")]
+    assert "preference:reply_language" in notes(extractor, "can you answer in Dutch?")
+
+
+@pytest.mark.parametrize(("text", "slot", "words"), [
+    ("moved to Tampere last month, loving it", "fact:live_in", ["Tampere", "February 2025"]),
+    ("Update: started at Nordea on Monday.", "fact:work_at", ["Nordea"]),
+])  # fmt: skip
+def test_the_user_is_the_subject_left_out(extractor: SpacyExtractor, text: str, slot: str, words: list[str]) -> None:
+    found = notes(extractor, text)
+    assert slot in found and all(w in found[slot][1] for w in words), found
+
+
+def test_a_place_or_employer_is_its_slot_whatever_the_verb(extractor: SpacyExtractor) -> None:
+    assert "fact:live_in" in notes(extractor, "I'm in Bergen for good now.")
+    assert "fact:work_at" in notes(extractor, "I'm working in Deloitte these days.")
