@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from hippograph.config import ProfileSettings, WorldSettings
 from hippograph.errors import Conflict, HippographError
-from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
+from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, ExtractedNote, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
 from hippograph.graph.base import GraphStore
 from hippograph.inputs import plus_seconds
@@ -36,7 +36,6 @@ from hippograph.models import (
     MemoryKind,
     MessageIn,
     Note,
-    NoteKind,
     Relation,
     Role,
     VectorRecord,
@@ -44,7 +43,7 @@ from hippograph.models import (
     stable_id,
     utcnow,
 )
-from hippograph.note_changes import RETRACT, named_old, retracted, revised, revision_kind
+from hippograph.note_changes import RETRACT, distinct_subjects, named_old, retracted, revised, revision_kind
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.ingest")
@@ -159,12 +158,15 @@ class Ingestor:
                 seq += 1
         return out
 
-    def _near_duplicate(self, user_id: str, kind: NoteKind, text: str) -> Note | None:
+    def _near_duplicate(self, user_id: str, n: ExtractedNote) -> Note | None:
         """A current note of the same kind that says nearly the same ("Works at Acme Corp" and "Works
-        for Acme Corp now"): the new note replaces it instead of piling up next to it."""
-        words = note_words(text)
+        for Acme Corp now"): the new note replaces it instead of piling up next to it. Two notes of one
+        message, or of two known subjects (the city and the job title), are two things said."""
+        words = note_words(n.text)
         for note in self.graph.list_notes(user_id):
-            if note.kind == kind and near_duplicates(words, note_words(note.text)):
+            if note.kind != n.kind or n.episode_id in note.source_episode_ids or distinct_subjects(n.slot, note.slot):
+                continue
+            if near_duplicates(words, note_words(note.text)):
                 return note
         return None
 
@@ -395,7 +397,7 @@ class Ingestor:
             if (kind := revision_kind(n.slot)) is not None:
                 old = revised(kind, n.text, self.graph.list_notes(user_id), self.indexer.embedder.embed)
                 n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
-            current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n.kind, n.text)
+            current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n)
             if current is None and n.episode_id in texts:
                 current = named_old(n.kind, n.slot, n.text, texts[n.episode_id], self.graph.list_notes(user_id), n.episode_id)
             if current is not None and current.text.lower() == n.text.lower():

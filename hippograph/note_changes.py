@@ -61,7 +61,9 @@ def revision_kind(slot: str) -> NoteKind | None:
 # of Jira", "not checkout anymore": a message that states a new note and names the old one's value in
 # words of change replaces that note, however differently the two are worded.
 _CHANGE = re.compile(r"\b(?:instead|anymore|any more|no longer|switch\w*|mov(?:e|ed|ing)|chang\w*|left|leav\w*|"
-                     r"quit|gone|off|over|replac\w*|rather|not|no|update\w*|dropp\w*|ditch\w*|done with)\b",
+                     r"quit|gone|off|over|replac\w*|rather|not|no|update\w*|dropp\w*|ditch\w*|done with|scrap\w*|kill\w*|"
+                     r"cancel\w*|again|transferr\w*|obsolete|fell through|off the table|scratch\w*|pivot\w*|"
+                     r"didn't work out)\b",
                      re.IGNORECASE)
 _NOTE_FRAME = word_set("is are was were has have had wants want the assistant them they their prefers prefer "
                        "likes decided decide works work lives live uses use based being been does not doesn't "
@@ -77,6 +79,11 @@ def _known(slot: str) -> bool:
     return slot.count(":") == 1
 
 
+def distinct_subjects(a: str, b: str) -> bool:
+    """Two slots of different known subjects: a note of one never replaces a note of the other."""
+    return _known(a) and _known(b) and a != b
+
+
 def named_old(kind: NoteKind, slot: str, text: str, message: str, current: Sequence[Note],
               episode_id: str) -> Note | None:
     """The current note of this kind whose own words the message names in a change ("left X", "X is
@@ -87,9 +94,10 @@ def named_old(kind: NoteKind, slot: str, text: str, message: str, current: Seque
         return None
     said, new = _words(message), _words(text)
     for note in current:
-        if note.kind != kind or episode_id in note.source_episode_ids or (_known(slot) and _known(note.slot)):
+        if note.kind != kind or episode_id in note.source_episode_ids or distinct_subjects(slot, note.slot):
             continue
-        value = _words(note.text) - new
+        names = {w.lower() for w in re.findall(r"(?<=\s)[A-Z][\w'-]+", note.text)}  # "Jira" even if said anew
+        value = (_words(note.text) - new) | (names & _words(note.text))
         if value & said:
             return note
     return None

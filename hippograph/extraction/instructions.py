@@ -202,6 +202,15 @@ def _request(verb: Token) -> bool:
             and bool(subj) and subj[0].lower_ in ("you", "we", "u") and aux[0].i < subj[0].i)
 
 
+def _permission(verb: Token) -> bool:
+    """'you can go into more detail now', 'you can go back to English with me': leave to answer another
+    way, which is an instruction like an imperative."""
+    aux = [c for c in verb.children if c.dep_ == "aux"]
+    subj = [c for c in verb.children if c.dep_ == "nsubj"]
+    return (verb.tag_ == "VB" and bool(aux) and aux[0].lower_ in ("can", "could", "may") and bool(subj)
+            and subj[0].lower_ in ("you", "u") and subj[0].i < aux[0].i)
+
+
 def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Draft, Token]]:
     """The preferences one sentence of the user states, with the verb each came from. `marked`: the
     message says the instruction lasts ("from now on", "always", "going forward")."""
@@ -214,14 +223,16 @@ def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Dr
         if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "when", "whenever") for c in verb.children):
             continue
         request = _request(verb)
-        if not (_imperative(verb) or request) or (question and not request):
+        allowed = not question and _permission(verb)
+        if not (_imperative(verb) or request or allowed) or (question and not request):
             continue
         tokens = clause_tokens(verb)
         words = _words(tokens)
-        topic = topic_of(words | ({"in"} if request else set()))
-        if request:
+        topic = topic_of(words | ({"in"} if request or allowed else set()))
+        if request or allowed:
             tokens = [t for t in tokens if t not in verb.children or t.dep_ not in ("aux", "nsubj")]
-            if not lasting and (topic is None or (topic != "reply_language" and lemma(verb) not in _COMMUNICATE)):
+            one_off = topic is None or (request and topic != "reply_language" and lemma(verb) not in _COMMUNICATE)
+            if one_off and not lasting:
                 continue  # "can u explain how to do a forecast in excel" asks for one answer, not a habit
         elif topic is None and not (lasting or lemma(verb) in _DIRECTIVE_VERBS or
                                     any(t.dep_ == "neg" for t in verb.children)):

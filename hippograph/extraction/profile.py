@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hippograph.extraction.rules import Draft, is_first_person, is_irrealis, is_negated, lemma, word_set
+from hippograph.extraction.rules import (
+    UNIT_NOUNS,
+    Draft,
+    is_first_person,
+    is_irrealis,
+    is_negated,
+    lemma,
+    word_set,
+)
 from hippograph.models import NoteKind
 
 if TYPE_CHECKING:
@@ -54,7 +62,7 @@ def self_intro_notes(sent: Span) -> list[tuple[Draft, Token]]:
     """City and employer from a self-introduction, with the token each came from."""
     out: list[tuple[Draft, Token]] = []
     for prep in sent:
-        if prep.dep_ != "prep" or prep.lower_ not in _PLACE_PREPS | _ORG_PREPS:
+        if prep.dep_ != "prep" or prep.lower_ not in _PLACE_PREPS | _ORG_PREPS | {"on"}:
             continue
         pobj = next((c for c in prep.children if c.dep_ == "pobj"), None)
         if pobj is None:
@@ -64,6 +72,11 @@ def self_intro_notes(sent: Span) -> list[tuple[Draft, Token]]:
                                              is_negated(verb)):
             continue
         if not _own_clause(verb):
+            continue
+        if prep.lower_ in ("on", "in") and pobj.lemma_.lower() in UNIT_NOUNS and verb.pos_ in ("VERB", "AUX"):
+            inner = {t.i for c in pobj.children if c.dep_ == "prep" for t in c.subtree}  # not "at St Thomas's"
+            phrase = " ".join(t.text for t in pobj.subtree if t.dep_ != "punct" and t.i not in inner)
+            out.append(((NoteKind.fact, f"Is {prep.lower_} {phrase}", "fact:team"), prep))
             continue
         named = [t for t in pobj.subtree if t.pos_ == "PROPN" and t.dep_ in ("compound", "nmod", "pobj")]
         if not named:
@@ -87,6 +100,11 @@ def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
         if lemma(verb) == "be":
             subj = next((c for c in verb.children if c.dep_ == "nsubj"), None)
             attr = next((c for c in verb.children if c.dep_ == "attr" and c.pos_ == "PROPN"), None)
+            role = next((c for c in verb.children if c.dep_ == "attr" and c.lemma_.lower() in MANAGERS), None)
+            if subj is not None and subj.pos_ == "PROPN" and role is not None and \
+                    any(c.lower_ == "my" for c in role.children):  # "Kavya's my manager now"
+                out.append(((NoteKind.fact, f"Manager is {_name(subj)}", "fact:manager"), verb))
+                continue
             if subj is None or attr is None:
                 continue
             mods = {c.lower_ for c in subj.children}

@@ -210,8 +210,10 @@ def is_hypothetical(verb: Token) -> bool:
     modal = any(c.dep_ == "aux" and c.lower_ in _HYPOTHETICAL_AUX for c in verb.children)
     conditional = any(c.dep_ == "advcl" and any(m.dep_ == "mark" and m.lower_ in ("if", "unless") for m in c.children)
                       for c in verb.children)  # "if I get the visa I'll need help": the main clause too
-    return modal or conditional or any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether")
-                                       for c in verb.children)
+    someday = any(c.lower_ in ("maybe", "perhaps", "someday", "hopefully") or
+                  (c.lower_ == "day" and any(g.lower_ in ("one", "some") for g in c.children)) for c in verb.children)
+    return modal or conditional or someday or any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether")
+                                                  for c in verb.children)
 
 
 def is_irrealis(verb: Token) -> bool:
@@ -284,8 +286,29 @@ def _typed_key(key: str, obj_type: str) -> str:
     return key
 
 
+# The user's unit at work, whatever the verb: "on the growth team", "moved across to pricing team".
+UNIT_NOUNS = word_set("team squad department dept group ward unit division desk crew")
+# A person's role is an agent noun: "a staff nurse", "the Guardian's correspondent", "CTO".
+_AGENT = re.compile(r"(?:[a-z]{2,}(?:er|or|ist|ista|ian|ant|ent|ee|eer|ive|ic|yst|ect|eon)|[A-Z]{2,4})$")
+_ROLE_WORDS = word_set("nurse chef cook coach pilot vet clerk intern postdoc medic nanny midwife sparky tradie "
+                       "mum mom dad parent associate graduate candidate")
+
+
+def is_role_noun(word: str) -> bool:
+    """An agent noun ('developer', 'pharmacist', 'analyst', 'CTO') or a common role without the
+    suffix ('nurse', 'chef'); never a relative ('brother')."""
+    low = word.lower()
+    return (bool(_AGENT.fullmatch(word)) or low in _ROLE_WORDS) and low not in KIN
+
+
 def fact_slot(key: str, obj: str, past: bool, obj_type: str = "") -> str:
     """'fact:live_in' for single-valued keys in the present; 'fact:<key>:<object>' otherwise."""
+    last = obj.split()[-1] if obj.split() else ""
+    moving = key.split("_")[0] in ("move", "switch", "transfer", "join")
+    if last.lower() in UNIT_NOUNS and (moving or not past) and key.split("_")[-1] in ("on", "in", "to", "join"):
+        return "fact:team" if key.count("_") < 2 or moving else "fact:title"  # "a data analyst on the team"
+    if key == "be" and not past and is_role_noun(last) and obj_type not in ("Organization", "Location"):
+        return "fact:title"
     canonical = KEY_ALIASES.get(key) or _typed_key(key, obj_type)
     if canonical == "manager":
         return "fact:manager"

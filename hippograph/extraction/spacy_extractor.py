@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hippograph.dates import resolve_in_text
-from hippograph.extraction import instructions, profile, revisions, rules
+from hippograph.extraction import decisions, instructions, profile, revisions, rules
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.extraction.subjects import restore_subjects
@@ -172,6 +172,10 @@ class _Reader:
             if found_revisions:  # the clauses that state it give no note of their own
                 self.claimed.update(t.i for t in self.doc)
             drafts += found_revisions
+            if not any(k == NoteKind.decision for k, _, _ in drafts) and \
+                    (decided := decisions.stated_decision(self.doc)) is not None:
+                self.claimed.update(t.i for t in self.doc)  # "we're settling Alvarez": the decision, no fact
+                drafts.append(decided)
         for kind, text, slot in drafts:
             self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hippograph.extraction.rules import word_set
+from hippograph.extraction.rules import is_role_noun, word_set
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
@@ -34,15 +34,45 @@ def _subjectless_past(tok: Token) -> bool:
     return not any(c.dep_ in _SUBJECTS and c.i < tok.i for c in clause.children)
 
 
+_GREETINGS = word_set("hi hiya hey heya hello yo hola morning evening afternoon good g'day howdy ok so oi")
+_ROLE_PREPS = word_set("at in on for with from based")
+
+
+def _intro_start(doc: Doc) -> int | None:
+    """Where a self-introduction without its 'I'm' starts: 'yo. gameplay programmer at a studio in
+    montreal', 'Freelance journalist based in Madrid', 'CPA here, tax manager at a regional firm'."""
+    i = 0
+    while i < len(doc) and (doc[i].lower_ in _GREETINGS or doc[i].is_punct or doc[i].pos_ == "INTJ"):
+        i += 1
+    piece: list[Token] = []
+    for tok in doc[i:]:
+        if tok.text in (",", ".", "!", "?", ";", ":", "—", "–", "-") and piece:
+            break
+        piece.append(tok)
+    if not piece or len(piece) > 12 or any(t.pos_ in ("VERB", "AUX", "PRON") and t.lower_ != "based" for t in piece):
+        return None
+    nouns = [t for t in piece if t.pos_ in ("NOUN", "PROPN")]
+    head = next((t for t in piece if t.lower_ in _ROLE_PREPS or t.lower_ == "here"), None)
+    before = [t for t in nouns if head is None or t.i < head.i]
+    if before and is_role_noun(before[-1].text) and (head is not None or len(piece) <= 4):
+        return i
+    return None
+
+
 def restore_subjects(doc: Doc) -> str | None:
     """The message with 'I' put back before each subjectless past-tense clause, or None when it has none.
     A clause after a comma counts only in a chain of them ("left infosys, been at paytrail")."""
     out: list[str] = []
     changed, chain = False, False
+    intro = _intro_start(doc)
     for tok in doc:
+        if tok.i == intro:
+            out.append("I'm " + tok.text_with_ws)
+            changed = True
+            continue
         after_comma = tok.i > 0 and doc[tok.i - 1].text == "," and chain
         if (_opens_clause(doc, tok.i) or after_comma) and _subjectless_past(tok):
-            lead = "I've " if tok.lower_ == "been" else "I "
+            lead = {"been": "I've ", "done": "I'm "}.get(tok.lower_, "I ")
             word = tok.text if tok.text.isupper() or tok.ent_type_ else tok.text.lower()
             out.append(lead + word + tok.whitespace_)
             changed = chain = True

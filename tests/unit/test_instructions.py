@@ -130,3 +130,38 @@ def test_the_user_is_the_subject_left_out(extractor: SpacyExtractor, text: str, 
 def test_a_place_or_employer_is_its_slot_whatever_the_verb(extractor: SpacyExtractor) -> None:
     assert "fact:live_in" in notes(extractor, "I'm in Bergen for good now.")
     assert "fact:work_at" in notes(extractor, "I'm working in Deloitte these days.")
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("right, decision made: the newsletter goes out on Fridays from now on", "Fridays"),
+    ("procurement said no to Asana, so Monday.com it is", "Monday.com"),
+    ("we're dropping the mobile app for now, web only. that's the plan", "web only"),
+])  # fmt: skip
+def test_announced_decisions(extractor: SpacyExtractor, text: str, word: str) -> None:
+    found = [t for k, t in notes(extractor, text).values() if k == NoteKind.decision]
+    assert len(found) == 1 and word in found[0], found
+
+
+@pytest.mark.parametrize("text", ["It is what it is.", "What's the final answer?", "Is it final?"])
+def test_no_decision_without_one(extractor: SpacyExtractor, text: str) -> None:
+    assert not [k for k, _ in notes(extractor, text).values() if k == NoteKind.decision]
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("hey. backend developer at a logistics startup in Porto, mostly Go", ["developer"]),
+    ("Morning — paediatric nurse here, on nights this month", ["nurse"]),
+])  # fmt: skip
+def test_a_self_introduction_without_i_am(extractor: SpacyExtractor, text: str, words: list[str]) -> None:
+    facts = [t for k, t in notes(extractor, text).values() if k == NoteKind.fact]
+    assert any(all(w in t for w in words) for t in facts), facts
+
+
+def test_a_fragment_that_is_no_introduction(extractor: SpacyExtractor) -> None:
+    assert not [k for k, _ in notes(extractor, "Quick question about the invoice template.").values()
+                if k == NoteKind.fact]
+
+
+def test_permission_to_answer_another_way(extractor: SpacyExtractor) -> None:
+    found = notes(extractor, "you can go into much more detail now, I have time")
+    assert "preference:answer_length" in found, found
+    assert not [s for s in notes(extractor, "you can find the file in the shared drive") if s.startswith("pref")]

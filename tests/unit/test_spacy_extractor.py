@@ -208,7 +208,7 @@ def test_documents_give_relations_but_no_notes(extractor: SpacyExtractor) -> Non
         ("I moved to Denver in 2019.", NoteKind.fact, "fact:live_in", "Moved to Denver in 2019"),
         ("My birthday is May 5", NoteKind.fact, "fact:birthday", "Birthday is May 5"),
         ("I'm allergic to peanuts", NoteKind.fact, "fact:be_allergic_to:peanuts", "Is allergic to peanuts"),
-        ("I am a nurse", NoteKind.fact, "fact:be:nurse", "Is a nurse"),
+        ("I am a nurse", NoteKind.fact, "fact:title", "Is a nurse"),
         ("I was born in Ohio", NoteKind.fact, "fact:be_born_in", "Was born in Ohio"),
         ("I have no kids", NoteKind.fact, "fact:have:kids", "Has no kids"),
         ("I like hiking", NoteKind.preference, "preference:like:hiking", "Likes hiking"),

@@ -1,0 +1,72 @@
+"""Decisions said the way people announce them: "decision made: thesis gets written in LaTeX", "so
+Qualtrics it is", "we're going all in on LinkedIn, that's the plan, locked", "we killed the 5-step
+onboarding, going with a single-screen signup instead. final", "we've settled on 30 minutes a night".
+
+A message marked as a decision by such words states the decision in the user's (or their team's) own
+clause next to the marker; the note keeps that clause, in the third person. A decision that names the
+value it replaces ("instead of Jira", "scrap the improvement plan") replaces it at ingest (see
+`hippograph.note_changes.named_old`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from hippograph.extraction.rules import DECIDING, Draft, is_first_person, is_question, slug
+from hippograph.models import NoteKind
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc, Span
+
+# Words that mark what is said as settled (a marker alone, "final.", states nothing by itself).
+_MARKED = re.compile(
+    r"\b(?:decided|decision(?: is)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
+    r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
+    r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:we|i)(?:'ll|'re| will| are)? going with|"
+    r"(?:we|i) went with|(?:we|i) (?:picked|chose|opted for))\b",
+    re.IGNORECASE,
+)
+_IT_IS = re.compile(r"(?:^|[,;:.!]\s*|\bso\s+|\bthen\s+)(?P<what>[\w][\w .&'+-]{0,40}?)\s+it is\s*[.!]*\s*$", re.IGNORECASE)
+_OWN = re.compile(r"\b(?:we|i|we've|i've|we're|i'm|we'll|i'll|our|my|me|us)\b", re.IGNORECASE)
+_ONLY_MARKER = re.compile(r"^\W*(?:ok|okay|so|right|and|yes)?\W*(?:it's |that's )?(?:final|decided|locked|settled|"
+                          r"that settles it|that's the plan|decision made)\W*(?:locked|final)?\W*$", re.IGNORECASE)
+_SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them", "we": "they", "i'm": "they're",
+         "we're": "they're", "i've": "they've", "we've": "they've", "i'll": "they'll", "we'll": "they'll"}
+_LEAD = re.compile(r"^(?:ok(?:ay)?|so|right|well|and|but|ugh|yeah|alright)\b[\s,]*", re.IGNORECASE)
+
+
+def _third_person(text: str) -> str:
+    return re.sub(r"\b(i'm|we're|i've|we've|i'll|we'll|my|our|me|us|i|we)\b",
+                  lambda m: _SWAP[m.group(1).lower()], text, flags=re.IGNORECASE)
+
+
+def _clause(sent: Span) -> str:
+    """The sentence without the marker's own words before a colon ("decision made: X" -> "X")."""
+    text = sent.text.strip()
+    if ":" in text and _MARKED.search(text.split(":", 1)[0]):
+        text = text.split(":", 1)[1]
+    return _LEAD.sub("", text.strip(" .!-—–")).strip()
+
+
+def stated_decision(doc: Doc) -> Draft | None:
+    """The decision a user message announces, or None."""
+    sents = [s for s in doc.sents if not is_question(s)]
+    if any(t.lemma_.lower() in DECIDING and any(c.dep_ == "nsubj" and is_first_person(c) for c in t.children)
+           for t in doc):
+        return None  # "we decided to move the backlog to Jira": the clause's own decision note
+    if (it_is := next((m for s in sents if (m := _IT_IS.search(s.text.strip()))), None)) is not None:
+        what = re.sub(r"^(?:so|then|ok|okay)\s+", "", it_is["what"].strip(), flags=re.IGNORECASE)
+        if re.search(r"\b(?:it|what|that|this|there|who|how)\b", what, re.IGNORECASE):
+            return None  # "it is what it is"
+        return NoteKind.decision, f"Decided: {_third_person(what)}", f"decision:chose:{slug(what)}"
+    if not any(_MARKED.search(s.text) for s in sents):
+        return None
+    said = [s for s in sents if not _ONLY_MARKER.match(s.text.strip()) and (
+        _OWN.search(_clause(s)) or (":" in s.text and _MARKED.search(s.text.split(":", 1)[0])))]
+    if not said:
+        return None
+    text = "; ".join(_third_person(_clause(s)) for s in said[:2])
+    if len(text) > 200:
+        text = text[:200].rsplit(" ", 1)[0]
+    return NoteKind.decision, f"Decided: {text}", f"decision:said:{slug(text)[:60]}"
