@@ -43,7 +43,15 @@ from hippograph.models import (
     stable_id,
     utcnow,
 )
-from hippograph.note_changes import RETRACT, distinct_subjects, named_old, retracted, revised, revision_kind
+from hippograph.note_changes import (
+    RETRACT,
+    distinct_subjects,
+    named_old,
+    retracted,
+    revised,
+    revision_kind,
+    role_changed,
+)
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.ingest")
@@ -399,7 +407,9 @@ class Ingestor:
                 n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
             current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n)
             if current is None and n.episode_id in texts:
-                current = named_old(n.kind, n.slot, n.text, texts[n.episode_id], self.graph.list_notes(user_id), n.episode_id)
+                said, now = texts[n.episode_id], self.graph.list_notes(user_id)
+                current = named_old(n.kind, n.slot, n.text, said, now, n.episode_id) or \
+                    role_changed(n.slot, said, now, n.episode_id)
             if current is not None and current.text.lower() == n.text.lower():
                 if n.episode_id not in current.source_episode_ids:
                     current.source_episode_ids.append(n.episode_id)

@@ -101,3 +101,18 @@ def named_old(kind: NoteKind, slot: str, text: str, message: str, current: Seque
         if value & said:
             return note
     return None
+
+
+# The user's role is said two ways, as a title ("I'm a sales director") or as what they lead ("I run
+# inbound logistics"): a new role said with a change ("got promoted, running the whole site now")
+# replaces the current one said the other way.
+ROLE_SLOTS = ("fact:title", "fact:manage")
+_NEW_ROLE = re.compile(r"\b(?:now|promot\w*|made me|new (?:role|job|position)|moved (?:me )?up|took over|"
+                       r"taking over|step(?:ped|ping)? up)\b", re.IGNORECASE)
+
+
+def role_changed(slot: str, message: str, current: Sequence[Note], episode_id: str) -> Note | None:
+    if slot not in ROLE_SLOTS or not (_NEW_ROLE.search(message) or _CHANGE.search(message)):
+        return None
+    return next((n for n in current if n.slot in ROLE_SLOTS and n.slot != slot
+                 and episode_id not in n.source_episode_ids), None)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _MARKED = re.compile(
     r"\b(?:decided|decision(?: is)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
     r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
-    r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:we|i)(?:'ll|'re| will| are)? going with|"
+    r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:^|\W)(?:ok\s+|so\s+)?going with|"
     r"(?:we|i) went with|(?:we|i) (?:picked|chose|opted for))\b",
     re.IGNORECASE,
 )

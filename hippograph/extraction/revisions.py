@@ -25,6 +25,9 @@ _DECIDED = re.compile(r"(?:^|[.!?:]\s*)(?:it's|it is|that's|that is)?\s*(?:decid
 _AGREED = re.compile(r"\b(?:i|we) (?:agreed|decided|voted)\s*:\s*(?P<what>[^.!?;]+)", re.IGNORECASE)
 _PROMOTED = re.compile(r"\bpromoted(?:\s+to\s+(?P<title>[\w -]+?))?(?=\s+(?:at|in|last|this|from|on)\b|[.,!?\s]*$|[.,!?])"
                        r"(?P<rest>[^.!?]*)[.!?]*\s*(?:(?P<after>[\w -]+?)\s+now\b)?", re.IGNORECASE)
+_MADE_ME = re.compile(r"\b(?:they|she|he|we)(?:'ve| have)?\s+(?:made|named|appointed|moved)\s+me\s+(?:up\s+to\s+)?"
+                      r"(?:the\s+|a\s+|an\s+|our\s+)?(?P<title>[\w&/ -]{2,40}?)(?=[!.,;]|\s+(?:this|last|from|since|at|in)\b|$)",
+                      re.IGNORECASE)  # "they made me VP Marketing!", "they moved me up to AP chem"
 _SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them"}
 
 
@@ -57,6 +60,9 @@ def revision_notes(text: str, has_preference: bool) -> list[Draft]:
     if not out and _DECIDED.search(text) and (agreed := _AGREED.search(text)) is not None:
         what = _swap(agreed["what"])
         out.append((NoteKind.decision, f"Decided: {what}", f"{REVISE}decision:decision:{slug(what)}"))
+    if (made := _MADE_ME.search(text)) is not None:
+        out.append((NoteKind.fact, f"Was made {made['title'].strip()}{_when(text)}", "fact:title"))
+        return out
     promoted = _PROMOTED.search(text)
     if promoted is not None and (title := promoted["title"] or promoted["after"]):
         title = re.sub(r"^(?:a|an|the)\s+", "", title.strip(), flags=re.IGNORECASE)

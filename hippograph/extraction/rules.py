@@ -258,6 +258,7 @@ SENTIMENT = word_set("like love enjoy adore hate dislike detest loathe")
 DECIDING = word_set("decide choose pick opt select settle commit")
 KIN_MULTI = word_set("sister brother friend child son daughter kid cousin aunt uncle niece nephew colleague "
                    "coworker grandchild pet dog cat neighbor neighbour classmate roommate teammate mentor")
+PETS = word_set("pet dog cat puppy kitten horse rabbit parrot")
 KIN = KIN_MULTI | word_set("wife husband partner spouse boyfriend girlfriend fiance fiancee mom mother dad "
                          "father boss manager grandmother grandfather grandma grandpa")
 # Predicates with one current value: a new statement replaces the old one whatever its object.
@@ -304,6 +305,8 @@ def is_role_noun(word: str) -> bool:
 def fact_slot(key: str, obj: str, past: bool, obj_type: str = "") -> str:
     """'fact:live_in' for single-valued keys in the present; 'fact:<key>:<object>' otherwise."""
     last = obj.split()[-1] if obj.split() else ""
+    if last.lower() in ("boss", "manager", "supervisor") and key in ("have", "get", "have_get"):
+        return "fact:manager"  # "I've got a new boss", "I have a new manager"
     moving = key.split("_")[0] in ("move", "switch", "transfer", "join")
     if last.lower() in UNIT_NOUNS and (moving or not past) and key.split("_")[-1] in ("on", "in", "to", "join"):
         return "fact:team" if key.count("_") < 2 or moving else "fact:title"  # "a data analyst on the team"
@@ -439,7 +442,7 @@ def clause_notes(
     elif lemma(verb) in SENTIMENT or lemma(verb) == "prefer":
         drafts = [_preference_note(verb, f) for f in frames]
     else:
-        drafts = [_fact_note(verb, frames, sent, negated)]
+        drafts = [_fact_note(verb, frames, sent, negated, subject)]
     return [ExtractedNote(kind=k, text=t, slot=s, episode_id=episode_id) for k, t, s in filter(None, drafts)]
 
 
@@ -499,12 +502,35 @@ def _preference_note(verb: Token, frame: Frame) -> Draft | None:
     return NoteKind.preference, render(head_tokens(verb) + phrase_tokens(frame.obj, verb)), slot
 
 
-def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool) -> Draft | None:
+# What the user needs or wants now is a request ("I need a quiz", "want answers"), not who they are.
+_REQUEST_VERBS = word_set("need want")
+_POINTING = word_set("it them these those this that")
+_ONGOING = word_set("work live stay study teach do run lead manage head cover think consider plan")  # "I'm working at X", "doing a PhD"
+
+
+def _lasting(verb: Token, frame: Frame, subject: Token, slot: str) -> bool:
+    """Whether a statement about the user is worth keeping. Outside the known subjects (home, job ...):
+    not a need ("I need a template"), not what one is doing now ("I'm building a tool", "reading these
+    on my laptop"), not about something only the conversation names ("stick them on the wall"), and not
+    the team's or company's state ("we just hit 11 people", "we're open Mondays again"), which is the
+    world's and changes."""
+    home = slot == "fact:live_in" or bool(_PLACE_KEY.fullmatch(frame.key))  # "we moved house, we're in Bend"
+    if slot.count(":") == 1 or home:
+        return home or subject.lower_ not in ("we", "us")
+    if subject.lower_ in ("we", "us") or lemma(verb) in _REQUEST_VERBS or frame.obj.lower_ in _POINTING:
+        return False
+    progressive = verb.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in verb.children)
+    return not progressive or lemma(verb) in _ONGOING
+
+
+def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subject: Token) -> Draft | None:
     """'I live in Seattle' -> fact:live_in; 'I have a dog' -> fact:have:dog; negations keep the slot."""
     frame = next((f for f in frames if f.ref is not None and f.ref.name != f.subject.name), None)
     if frame is None or frame.ref is None:
         return None
     slot = fact_slot(frame.key, frame.ref.name, is_past(verb), frame.ref.type)
+    if not _lasting(verb, frame, subject, slot):
+        return None
     if (negated or frame.negated) and slot.count(":") == 1 and not retracts(sent):
         return None  # "I don't live in Paris" says nothing about where the user lives
     return NoteKind.fact, render(head_tokens(verb) + argument_tokens(verb)), slot

@@ -183,7 +183,11 @@ class _Reader:
         kin = list(self._kin_frames(sent))
         self._emit(kin, sent)
         for frame in kin if self.sp.notes else ():
-            if frame.subject.name == USER and frame.ref is not None and frame.verb.i not in self.claimed:
+            noun = frame.verb  # the kin noun: "my colleague Ines got a grant" is about Ines, not the user
+            about_them = noun.dep_ in ("nsubj", "nsubjpass") and lemma(noun.head) not in ("be", "have") \
+                and noun.lemma_.lower() in rules.KIN_MULTI and noun.lemma_.lower() not in rules.PETS
+            if frame.subject.name == USER and frame.ref is not None and frame.verb.i not in self.claimed \
+                    and not about_them:
                 kind, text, slot = rules.kin_note(frame.parts[-1][1], frame.ref.name)
                 self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
         for verb in sent:

@@ -54,7 +54,7 @@ def _intro_start(doc: Doc) -> int | None:
     nouns = [t for t in piece if t.pos_ in ("NOUN", "PROPN")]
     head = next((t for t in piece if t.lower_ in _ROLE_PREPS or t.lower_ == "here"), None)
     before = [t for t in nouns if head is None or t.i < head.i]
-    if before and is_role_noun(before[-1].text) and (head is not None or len(piece) <= 4):
+    if before and is_role_noun(before[-1].text) and head is not None:
         return i
     return None
 
