@@ -94,9 +94,21 @@ _NO_LONGER = re.compile(r"\b(?:don't|do not|dont|no longer|won't|will not)\s+(?:
                         r"(?P<topic>[^,.;:!?]+?)\s+(?:anymore|any more|any longer)\b", re.IGNORECASE)
 
 
+# "forget the plain-language rule", "drop the bullet point thing", "stop with the analogies",
+# "ignore the five-bullet cap", "that 7am start thing is dead".
+_THE_RULE = re.compile(r"\b(?:forget|ignore|disregard|drop|scrap|ditch|skip|lose)\s+(?:about\s+)?(?:the|that|my)\s+"
+                       r"(?P<topic>[\w' -]+?)\s+(?:rule|thing|cap|limit|request|instruction|preference|point|bit|stuff|"
+                       r"habit|policy)s?\b", re.IGNORECASE)
+_STOP_WITH = re.compile(r"\bstop with (?:the|all the|your)\s+(?P<topic>[\w' -]+?)(?=\s+(?:now|already|please|pls)\b|[,.;!?]|$)",
+                        re.IGNORECASE)
+_IS_OVER = re.compile(r"\b(?:the|that|my|our)\s+(?P<topic>[\w' -]+?)\s+(?:thing|rule|plan|idea)\s+is\s+"
+                      r"(?:dead|over|off|cancelled|canceled|gone|done|finished)\b", re.IGNORECASE)
+
+
 def _retracted_topic(sent: Span) -> str | None:
-    if (m := _RETRACTION.search(sent.text)) is not None:
-        return m["topic"]
+    for pattern in (_RETRACTION, _THE_RULE, _STOP_WITH, _IS_OVER):
+        if (m := pattern.search(sent.text)) is not None:
+            return m["topic"]
     if (m := _NO_LONGER.search(sent.text)) is not None:
         return m["topic"]
     if _FORGET_THAT.search(sent.text) and (about := _ABOUT.search(sent.doc.text)) is not None:

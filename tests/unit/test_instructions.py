@@ -107,6 +107,9 @@ def test_assistant_instructions_give_nothing(extractor: SpacyExtractor) -> None:
 @pytest.mark.parametrize(("text", "topic"), [
     ("About the weekly digest: please drop that request, it's not needed any more.", "weekly digest"),
     ("put the charts anywhere, I don't care about the chart order anymore", "chart order"),
+    ("ok you can ditch the weekly-summary rule, nobody reads them", "weekly-summary"),
+    ("please stop with the pep talks, I'm fine", "pep talks"),
+    ("the Friday call thing is over, we meet Mondays", "friday call"),
 ])  # fmt: skip
 def test_retractions_worded_freely(extractor: SpacyExtractor, text: str, topic: str) -> None:
     assert f"retract:{topic}" in notes(extractor, text)
