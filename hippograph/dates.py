@@ -84,3 +84,26 @@ def resolve_in_text(text: str, at: datetime) -> str:
     """Every relative date of the text made absolute: 'Started at Lumo last month' said on 8 July 2024
     -> 'Started at Lumo in June 2024'."""
     return _RELATIVE.sub(lambda m: _replacement(m, at), text)
+
+
+_ABSOLUTE = re.compile(rf"\b(?:{_MONTH_NAMES}|(?:19|20)\d\d)\b", re.IGNORECASE)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SINCE = re.compile(r"\b(?:since|starting|as of|from)\s+(?P<phrase>(?:the (?:start|beginning) of )?"
+                    r"(?:this|last) (?:week|month)|today|yesterday)\b|"
+                    rf"\b(?:since|starting|as of|from)\s+(?:last\s+)?(?P<weekday>{'|'.join(_WEEKDAYS)})\b", re.IGNORECASE)
+
+
+def when_said(note: str, message: str, at: datetime) -> str:
+    """The note with the date the message gives for it when the note itself has none: "took a staff
+    job at LinguaBridge, so no more freelancing from this month" said in December 2024 -> "... since
+    December 2024"; "moved here two weeks ago" -> "... in November 2024"."""
+    if _ABSOLUTE.search(note):
+        return note
+    if (since := _SINCE.search(message)) is not None and since["weekday"]:
+        back = (at.weekday() - _WEEKDAYS.index(since["weekday"].lower())) % 7 or 7  # the last one before
+        return f"{note} since {day_month_year(at - timedelta(days=back))}"
+    if since is not None:
+        resolved = resolve(since["phrase"], at) or ""
+        return f"{note} since {resolved.split(' ', 1)[-1]}" if resolved else note
+    found = _RELATIVE.search(message)
+    return f"{note} {_replacement(found, at)}" if found is not None else note

@@ -276,7 +276,7 @@ _NOT_PLANS = word_set("be have miss need get happen say tell cry die feel")
 # "working in Infosys" / "took a job with Acme" is the employer.
 _PLACE_KEY = re.compile(r"(?:be|be_base|base|be_locate|live|live_[a-z]+|move|relocate|settle|stay)_(?:in|to)")
 _EMPLOYER_KEY = re.compile(r"be_(?:at|with)|be_employ_(?:at|by)|work(?:_[a-z]+)?_(?:at|for|in|with)|start_(?:at|with)|"
-                           r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)")
+                           r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)|(?:take|land|get)_at")
 
 
 def _typed_key(key: str, obj_type: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from hippograph.dates import resolve_in_text
+from hippograph.dates import resolve_in_text, when_said
 from hippograph.extraction import decisions, instructions, profile, revisions, rules
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
@@ -54,6 +54,8 @@ _ABSOLUTE_DATE = re.compile(  # dates worth a node: "May 5", "2019", "5/12"; not
     r"mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b",
     re.IGNORECASE,
 )
+# The user's changing situation: a note of these says since when, if the message says it.
+_DATED_SLOTS = frozenset({"fact:work_at", "fact:live_in", "fact:title", "fact:manage", "fact:manager", "fact:team"})
 _TRIM_DEPS = word_set("det poss predet punct cc nummod case neg prep advmod")
 Argument = tuple[Parts, tuple[str, ...], "Token"]  # predicate parts, verbs passed through, object
 
@@ -112,7 +114,10 @@ class _Reader:
         if self.retracting and not note.slot.startswith(instructions.RETRACT):
             return  # "ignore what I said about X, we have rollbacks now": the reason is no note
         if self.at is not None:
-            note = note.model_copy(update={"text": resolve_in_text(note.text, self.at)})
+            text = resolve_in_text(note.text, self.at)
+            if note.slot in _DATED_SLOTS:  # "started at Lumo" said with "two weeks ago": when it began
+                text = when_said(text, self.doc.text, self.at)
+            note = note.model_copy(update={"text": text})
         self.out.note(note)
 
     def read(self) -> None:

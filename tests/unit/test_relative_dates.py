@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hippograph.dates import resolve, resolve_in_text
+from hippograph.dates import resolve, resolve_in_text, when_said
 
 SAID = datetime(2025, 3, 12, 15, 0, tzinfo=UTC)
 
@@ -35,3 +35,14 @@ def test_in_text_and_across_a_year_end() -> None:
         "Joined Globex in December 2024"
     assert resolve_in_text("Moved here in March 2019", SAID) == "Moved here in March 2019"  # already absolute
     assert resolve("sometime", SAID) is None
+
+
+def test_a_note_gets_the_date_its_message_gives() -> None:
+    at = datetime(2024, 12, 11, 9, 0, tzinfo=UTC)  # a Wednesday
+    assert when_said("Took a staff job at LinguaBridge", "so no more freelancing from this month", at) == \
+        "Took a staff job at LinguaBridge since December 2024"
+    assert when_said("Reports to Farah", "since last monday i'm reporting to farah", at) == \
+        "Reports to Farah since 9 December 2024"
+    assert when_said("Lives in Bend", "we moved house two months ago", at) == "Lives in Bend in October 2024"
+    assert when_said("Started at Lumo in June 2024", "started in june", at) == "Started at Lumo in June 2024"
+    assert when_said("Lives in Bend", "we love it there", at) == "Lives in Bend"
