@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from hippograph.extraction.rules import DECIDING, Draft, is_first_person, is_question, slug
+from hippograph.extraction.rules import Draft, is_first_person, is_question, slug
 from hippograph.models import NoteKind
 
 if TYPE_CHECKING:
@@ -24,9 +24,10 @@ _MARKED = re.compile(
     r"\b(?:decided|decision(?: is)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
     r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
     r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:^|\W)(?:ok\s+|so\s+)?going with|"
-    r"(?:we|i) went with|(?:we|i) (?:picked|chose|opted for))\b",
+    r"we(?:'re|'ve| are| have)?\b[^.;!?]*\binstead\b)",
     re.IGNORECASE,
 )
+_CLAUSE_DECIDES = frozenset({"decide", "choose", "pick", "opt", "select"})  # the clause rules read these
 _IT_IS = re.compile(r"(?:^|[,;:.!]\s*|\bso\s+|\bthen\s+)(?P<what>[\w][\w .&'+-]{0,40}?)\s+it is\s*[.!]*\s*$", re.IGNORECASE)
 _OWN = re.compile(r"\b(?:we|i|we've|i've|we're|i'm|we'll|i'll|our|my|me|us)\b", re.IGNORECASE)
 _ONLY_MARKER = re.compile(r"^\W*(?:ok|okay|so|right|and|yes)?\W*(?:it's |that's )?(?:final|decided|locked|settled|"
@@ -52,7 +53,7 @@ def _clause(sent: Span) -> str:
 def stated_decision(doc: Doc) -> Draft | None:
     """The decision a user message announces, or None."""
     sents = [s for s in doc.sents if not is_question(s)]
-    if any(t.lemma_.lower() in DECIDING and any(c.dep_ == "nsubj" and is_first_person(c) for c in t.children)
+    if any(t.lemma_.lower() in _CLAUSE_DECIDES and any(c.dep_ == "nsubj" and is_first_person(c) for c in t.children)
            for t in doc):
         return None  # "we decided to move the backlog to Jira": the clause's own decision note
     if (it_is := next((m for s in sents if (m := _IT_IS.search(s.text.strip()))), None)) is not None:

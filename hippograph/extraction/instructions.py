@@ -214,6 +214,14 @@ def _request(verb: Token) -> bool:
             and bool(subj) and subj[0].lower_ in ("you", "we", "u") and aux[0].i < subj[0].i)
 
 
+# "write things out in full", "explain everything like I'm new": an order about all that follows, not a task.
+_EVERYTHING = word_set("things everything anything stuff answers replies responses messages")
+
+
+def _about_everything(verb: Token) -> bool:
+    return any(c.dep_ == "dobj" and c.lower_ in _EVERYTHING for c in verb.children)
+
+
 def _permission(verb: Token) -> bool:
     """'you can go into more detail now', 'you can go back to English with me': leave to answer another
     way, which is an instruction like an imperative."""
@@ -243,10 +251,10 @@ def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Dr
         topic = topic_of(words | ({"in"} if request or allowed else set()))
         if request or allowed:
             tokens = [t for t in tokens if t not in verb.children or t.dep_ not in ("aux", "nsubj")]
-            one_off = topic is None or (request and topic != "reply_language" and lemma(verb) not in _COMMUNICATE)
+            one_off = topic is None or (request and topic == "file_format" and lemma(verb) not in _COMMUNICATE)
             if one_off and not lasting:
                 continue  # "can u explain how to do a forecast in excel" asks for one answer, not a habit
-        elif topic is None and not (lasting or lemma(verb) in _DIRECTIVE_VERBS or
+        elif topic is None and not (lasting or lemma(verb) in _DIRECTIVE_VERBS or _about_everything(verb) or
                                     any(t.dep_ == "neg" for t in verb.children)):
             continue
         if lemma(verb) in ("be",) and topic is None:

@@ -5,6 +5,7 @@ the employer ("fact:work_at"); "new boss is Rachel", "I now report to Anne" give
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from hippograph.extraction.rules import (
@@ -91,9 +92,18 @@ def self_intro_notes(sent: Span) -> list[tuple[Draft, Token]]:
     return out
 
 
+# "Kavya's my manager now", which the parser often reads as a possessive.
+_NAMED_MINE = re.compile(r"\b(?P<name>[A-Z][\w-]+(?: [A-Z][\w-]+)?)(?:'s| is)\s+(?:now\s+)?my\s+(?:new\s+)?(?:line\s+)?"
+                         r"(?:manager|boss|supervisor)\b")
+
+
 def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
     """'new boss is Rachel Nguyen', 'my supervising partner is Luc', 'I now report to Anne Claes'."""
     out: list[tuple[Draft, Token]] = []
+    if (named := _NAMED_MINE.search(sent.text)) is not None:
+        start = sent.start_char + named.start()
+        tok = next(t for t in sent if t.idx >= start)
+        return [((NoteKind.fact, f"Manager is {named['name']}", "fact:manager"), tok)]
     for verb in sent:
         if is_irrealis(verb) or is_negated(verb):
             continue

@@ -168,3 +168,14 @@ def test_permission_to_answer_another_way(extractor: SpacyExtractor) -> None:
     found = notes(extractor, "you can go into much more detail now, I have time")
     assert "preference:answer_length" in found, found
     assert not [s for s in notes(extractor, "you can find the file in the shared drive") if s.startswith("pref")]
+
+
+def test_a_named_manager_the_parser_reads_as_a_possessive(extractor: SpacyExtractor) -> None:
+    assert notes(extractor, "reorg news: Dana's my manager now")["fact:manager"][1] == "Manager is Dana"
+
+
+def test_an_order_about_everything_is_a_preference(extractor: SpacyExtractor) -> None:
+    found = [t for k, t in notes(extractor, "Spell everything out, I'm new to accounting.").values()
+             if k == NoteKind.preference]
+    assert found and "everything" in found[0], found
+    assert not [s for s in notes(extractor, "here's the log, read it") if s.startswith("preference")]
