@@ -98,7 +98,7 @@ _NO_LONGER = re.compile(r"\b(?:don't|do not|dont|no longer|won't|will not)\s+(?:
 # "ignore the five-bullet cap", "that 7am start thing is dead".
 _THE_RULE = re.compile(r"\b(?:forget|ignore|disregard|drop|scrap|ditch|skip|lose)\s+(?:about\s+)?(?:the|that|my)\s+"
                        r"(?P<topic>[\w' -]+?)\s+(?:rule|thing|cap|limit|request|instruction|preference|point|bit|stuff|"
-                       r"habit|policy)s?\b", re.IGNORECASE)
+                       r"habit|policy|plan|idea)s?\b", re.IGNORECASE)
 _STOP_WITH = re.compile(r"\bstop with (?:the|all the|your)\s+(?P<topic>[\w' -]+?)(?=\s+(?:now|already|please|pls)\b|[,.;!?]|$)",
                         re.IGNORECASE)
 _IS_OVER = re.compile(r"\b(?:the|that|my|our)\s+(?P<topic>[\w' -]+?)\s+(?:thing|rule|plan|idea)\s+is\s+"

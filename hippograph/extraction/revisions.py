@@ -13,8 +13,8 @@ from hippograph.extraction.rules import Draft, Frame, slug
 from hippograph.models import NoteKind
 from hippograph.note_changes import RETRACT, REVISE
 
-_CHANGE = re.compile(r"\bchange of plans?(?:\s+(?:on|for|about)\s+(?P<about>[^:,.!?]+))?\s*[:,-]?\s*(?P<what>[^,.!?;]+)",
-                     re.IGNORECASE)
+_CHANGE = re.compile(r"\bchange of plans?(?:\s+(?:on|for|about)\s+(?P<about>[^:,.!?]+))?\s*[:,-]?\s*"
+                     r"(?:(?:i'm afraid|sorry|unfortunately|i fear|alas)\W+)*(?P<what>[^,.!?;]+)", re.IGNORECASE)
 _SWITCH = re.compile(r"(?:^|\b(?:i|we|i've|we've|just|also|so|and)\s+)(?:have\s+)?(?:just\s+)?"
                      r"(?P<verb>switched|moved|migrated|changed)\s+(?P<poss>my|our|the)(?P<owner>\s+[\w-]+'s)?\s+"
                      r"(?P<what>[\w' -]+?)\s+(?:over\s+)?(?:from\s+[\w' .-]+?\s+)?to\s+(?P<to>[^,.!?;]+?)(?=\s+(?:and|but|because|so)\b|[,.!?;]|$)",
@@ -32,7 +32,9 @@ _SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them"}
 
 
 def _swap(text: str) -> str:
-    return re.sub(r"\b(my|our|me|i|us)\b", lambda m: _SWAP[m.group(1).lower()], text.strip(), flags=re.IGNORECASE)
+    text = re.sub(r"\b(?:i|we)'(m|re)\b", "they're", text.strip(), flags=re.IGNORECASE)
+    text = re.sub(r"\b(?:i|we)'(ve|ll|d)\b", lambda m: f"they'{m.group(1)}", text, flags=re.IGNORECASE)
+    return re.sub(r"\b(my|our|me|i|us)\b", lambda m: _SWAP[m.group(1).lower()], text, flags=re.IGNORECASE)
 
 
 def _when(text: str) -> str:

@@ -519,6 +519,8 @@ def _lasting(verb: Token, frame: Frame, subject: Token, slot: str) -> bool:
         return home or subject.lower_ not in ("we", "us")
     if subject.lower_ in ("we", "us") or lemma(verb) in _REQUEST_VERBS or frame.obj.lower_ in _POINTING:
         return False
+    if lemma(verb) == "get" and is_past(verb):
+        return False  # "got a weird crash in the build": what happened, not who the user is
     progressive = verb.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in verb.children)
     return not progressive or lemma(verb) in _ONGOING
 

@@ -197,7 +197,8 @@ class _Reader:
                 self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
         for verb in sent:
             background = verb.dep_ == "advcl" and (lemma(verb) == "be" or any(  # "when I was a kid"
-                c.dep_ == "mark" and c.lower_ in ("when", "whenever", "while", "once") for c in verb.children))
+                c.dep_ == "mark" and c.lower_ in ("when", "whenever", "while", "once", "before", "after", "until")
+                for c in verb.children))
             if not _is_predicate(verb) or background or rules.is_irrealis(verb):
                 continue
             negated = rules.is_negated(verb)
