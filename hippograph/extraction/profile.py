@@ -79,7 +79,8 @@ def self_intro_notes(sent: Span) -> list[tuple[Draft, Token]]:
             phrase = " ".join(t.text for t in pobj.subtree if t.dep_ != "punct" and t.i not in inner)
             out.append(((NoteKind.fact, f"Is {prep.lower_} {phrase}", "fact:team"), prep))
             continue
-        named = [t for t in pobj.subtree if t.pos_ == "PROPN" and t.dep_ in ("compound", "nmod", "pobj")]
+        named = [t for t in pobj.subtree if t.pos_ == "PROPN" and t.dep_ in ("compound", "nmod", "pobj")
+                 and (t == pobj or t.head == pobj)]  # not "in linguistics at UofT"
         if not named:
             continue
         proper = named[-1] if pobj.pos_ != "PROPN" else pobj

@@ -316,9 +316,13 @@ def fact_slot(key: str, obj: str, past: bool, obj_type: str = "") -> str:
     if canonical == "manager":
         return "fact:manager"
     title = re.fullmatch(r"be_([a-z]+)_(at|in|for|with)", canonical)
-    if title is not None and title.group(1) not in KIN and not past:  # "I'm an engineer at X": the job title
+    own_role = title is not None and (title.group(1) not in KIN or title.group(1) in ("manager", "boss"))
+    if own_role and not past:  # "I'm an engineer at X", "front office manager in a resort": the job title
         return "fact:title"
-    if canonical in SINGLE_VALUED and (not past or key in TENSELESS):
+    if key.split("_")[0] in ("start", "work", "join") and key.endswith("_as"):
+        return "fact:title"  # "started as rooms division manager", "joined as a lead designer"
+    typed = canonical != key and key.split("_")[0] in ("start", "join", "take", "land", "get")
+    if canonical in SINGLE_VALUED and (not past or key in TENSELESS or typed):
         return f"fact:{canonical}"
     return f"fact:{canonical}:{slug(obj)}"
 
@@ -431,7 +435,8 @@ Draft = tuple[NoteKind, str, str]  # kind, text, slot
 
 
 def clause_notes(
-    verb: Token, subject: Token, frames: list[Frame], sent: Span, negated: bool, episode_id: str
+    verb: Token, subject: Token, frames: list[Frame], sent: Span, negated: bool, episode_id: str,
+    said_apart: frozenset[int] = frozenset(),
 ) -> list[ExtractedNote]:
     """The notes of one clause in which the user speaks about themselves (usually zero or one)."""
     drafts: list[Draft | None]
@@ -442,7 +447,7 @@ def clause_notes(
     elif lemma(verb) in SENTIMENT or lemma(verb) == "prefer":
         drafts = [_preference_note(verb, f) for f in frames]
     else:
-        drafts = [_fact_note(verb, frames, sent, negated, subject)]
+        drafts = [_fact_note(verb, frames, sent, negated, subject, said_apart)]
     return [ExtractedNote(kind=k, text=t, slot=s, episode_id=episode_id) for k, t, s in filter(None, drafts)]
 
 
@@ -525,8 +530,11 @@ def _lasting(verb: Token, frame: Frame, subject: Token, slot: str) -> bool:
     return not progressive or lemma(verb) in _ONGOING
 
 
-def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subject: Token) -> Draft | None:
-    """'I live in Seattle' -> fact:live_in; 'I have a dog' -> fact:have:dog; negations keep the slot."""
+def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subject: Token,
+               said_apart: frozenset[int] = frozenset()) -> Draft | None:
+    """'I live in Seattle' -> fact:live_in; 'I have a dog' -> fact:have:dog; negations keep the slot.
+    `said_apart`: tokens other notes of the clause already say ('at Korle Bu' is the employer's note), left
+    out of this one so that each changes on its own."""
     frame = next((f for f in frames if f.ref is not None and f.ref.name != f.subject.name), None)
     if frame is None or frame.ref is None:
         return None
@@ -535,4 +543,5 @@ def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subj
         return None
     if (negated or frame.negated) and slot.count(":") == 1 and not retracts(sent):
         return None  # "I don't live in Paris" says nothing about where the user lives
-    return NoteKind.fact, render(head_tokens(verb) + argument_tokens(verb)), slot
+    arguments = [t for t in argument_tokens(verb) if t.i not in said_apart] or argument_tokens(verb)
+    return NoteKind.fact, render(head_tokens(verb) + arguments), slot

@@ -214,7 +214,9 @@ class _Reader:
                     if (left := revisions.departure(frames)) is not None:
                         self.note(ExtractedNote(kind=left[0], text=left[1], slot=left[2], episode_id=self.episode_id))
                         continue
-                    for note in rules.clause_notes(verb, subject, frames, sent, negated, self.episode_id):
+                    apart = frozenset(t.i for c in self.claimed if c < len(self.doc) and self.doc[c].dep_ == "prep"
+                                      and self.doc[c].sent == sent for t in self.doc[c].subtree)
+                    for note in rules.clause_notes(verb, subject, frames, sent, negated, self.episode_id, apart):
                         self.note(note)
 
     def _frames(self, verb: Token, subject: Token, negated: bool) -> list[Frame] | None:
