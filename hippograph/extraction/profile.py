@@ -126,8 +126,13 @@ def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
                 out.append(((NoteKind.fact, "", ""), verb))  # claims the clause
         elif lemma(verb) == "report":
             subj = next((c for c in verb.children if c.dep_ == "nsubj"), None)
-            to = next((c for c in verb.children if c.dep_ == "prep" and c.lower_ == "to"), None)
-            who = next((c for c in to.children if c.dep_ == "pobj" and c.pos_ == "PROPN"), None) if to else None
-            if subj is not None and subj.lower_ == "i" and who is not None:
+            to = next((c for c in verb.children if c.dep_ == "prep" and c.lower_ in ("to", "into")), None)
+            who = next((c for c in to.children if c.dep_ == "pobj"), None) if to else None
+            if who is not None and who.pos_ != "PROPN":  # "reporting into our CEO, Mark"
+                who = next((c for c in who.children if c.dep_ == "appos" and c.pos_ == "PROPN"), None)
+            # "I report to Anne", and in an introduction "..., reporting to Rohit"
+            mine = subj is not None and subj.lower_ == "i" or subj is None and verb.tag_ == "VBG" and any(
+                t.dep_ == "nsubj" and t.lower_ == "i" for t in sent)
+            if mine and who is not None:
                 out.append(((NoteKind.fact, f"Reports to {_name(who)}", "fact:manager"), verb))
     return out

@@ -179,3 +179,8 @@ def test_an_order_about_everything_is_a_preference(extractor: SpacyExtractor) ->
              if k == NoteKind.preference]
     assert found and "everything" in found[0], found
     assert not [s for s in notes(extractor, "here's the log, read it") if s.startswith("preference")]
+
+
+def test_a_manager_named_in_passing(extractor: SpacyExtractor) -> None:
+    found = notes(extractor, "hi, I'm a buyer at a furniture chain, reporting to Lena Vogt. need a supplier memo")
+    assert found["fact:manager"][1] == "Reports to Lena Vogt", found
