@@ -348,6 +348,12 @@ def fragment_preferences(sent: Span, covered: set[int]) -> list[Draft]:
         frag = re.sub(r"\s+", " ", raw).strip()
         words = set(re.findall(r"[\w'-]+", frag.lower()))
         topic = topic_of(words)
+        if frag and topic is None and not covered and _standing_order(sent, begin, end):
+            body = _swap(re.sub(r"\s*\b(?:please|pls|plz)\b", "", frag, flags=re.IGNORECASE)).strip(" ,.!")
+            first = next((t for t in sent if t.idx - sent.start_char >= begin and not t.is_punct), None)
+            body = body if first is not None and first.pos_ == "PROPN" else lower_first(body)  # "Harvard ..."
+            out.append((NoteKind.preference, f"Prefers {body}", f"{_ORDER_SLOT}{slug(body)[:40]}"))
+            continue
         if not frag or topic is None or _CONDITION.match(frag) or covered & set(range(begin, end)):
             continue
         if (rather := _RATHER.search(frag)) is not None:
@@ -363,8 +369,47 @@ def fragment_preferences(sent: Span, covered: set[int]) -> list[Draft]:
     return out
 
 
+# A verbless order about every answer: "Bluebook citations only please", "3 options max next time",
+# "No preamble.", "numbers always in SGD thousands". Not "no worries", not "Tuesday works".
+_STANDING = re.compile(r"\b(?:only|max|maximum|at most|always|never|from now on|next time|going forward|every time)\b|"
+                       r"^no\s+(?!worries|problem|prob|idea|clue|way|rush|need|thanks|pressure|biggie)\w+",
+                       re.IGNORECASE)
+
+
+_ORDER_SLOT = "preference:order:"
+
+
+def _standing_order(sent: Span, begin: int, end: int) -> bool:
+    if any(t.tag_ in ("VBZ", "VBP", "VBD", "MD") for t in sent):
+        return False  # a sentence that states something: its clauses say what it means
+    tokens = [t for t in sent if begin <= t.idx - sent.start_char < end]
+    words = [t for t in tokens if not t.is_punct]
+    if not 1 <= len(words) <= 8 or any(t.pos_ in ("VERB", "AUX", "PRON") and t.tag_ != "VBG" or t.lower_ == "since"
+                                       for t in words):
+        return False
+    if not any(t.pos_ in ("NOUN", "PROPN") for t in words):
+        return False
+    return bool(_STANDING.search(sent.text[begin:end].strip()))
+
+
+def fold_orders(drafts: list[Draft]) -> list[Draft]:
+    """A verbless order said next to another wish of the same message is part of it: "Keep the tone
+    formal, please. No jokes, no exclamation marks." is one note about tone."""
+    main = next((i for i, (k, _, slot) in enumerate(drafts) if k == NoteKind.preference
+                 and not slot.startswith(_ORDER_SLOT) and not slot.startswith(RETRACT)), None)
+    if main is None:
+        return drafts
+    out = list(drafts)
+    for k, text, slot in drafts:
+        if slot.startswith(_ORDER_SLOT) and text.startswith("Prefers "):
+            kind, first, first_slot = out[main]
+            out[main] = (kind, f"{first}; {lower_first(text[len('Prefers '):])}", first_slot)
+            out.remove((k, text, slot))
+    return out
+
+
 def _directive_text(frag: str) -> str | None:
-    marked = any(m in frag.lower() for m in _FRAGMENT_MARKERS)
+    marked = any(m in frag.lower() for m in _FRAGMENT_MARKERS) or bool(_STANDING.search(frag))
     body = _swap(re.sub(r"^(?:please|just|also|and|so|ok|oh|but)\s+", "", frag, flags=re.IGNORECASE))
     body = re.sub(r"\s*\bplease\b", "", body, flags=re.IGNORECASE).strip()
     tokens = body.split(" ")

@@ -181,6 +181,7 @@ class _Reader:
                     (decided := decisions.stated_decision(self.doc)) is not None:
                 self.claimed.update(t.i for t in self.doc)  # "we're settling Alvarez": the decision, no fact
                 drafts.append(decided)
+        drafts = instructions.fold_orders(drafts)
         for kind, text, slot in drafts:
             self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
 

@@ -184,3 +184,24 @@ def test_an_order_about_everything_is_a_preference(extractor: SpacyExtractor) ->
 def test_a_manager_named_in_passing(extractor: SpacyExtractor) -> None:
     found = notes(extractor, "hi, I'm a buyer at a furniture chain, reporting to Lena Vogt. need a supplier memo")
     assert found["fact:manager"][1] == "Reports to Lena Vogt", found
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("Harvard referencing only please.", "Harvard"),
+    ("Max two paragraphs.", "two paragraphs"),
+    ("No jargon. Ever.", "jargon"),
+])  # fmt: skip
+def test_verbless_standing_orders(extractor: SpacyExtractor, text: str, word: str) -> None:
+    found = [t for k, t in notes(extractor, text).values() if k == NoteKind.preference]
+    assert len(found) == 1 and word in found[0], found
+
+
+@pytest.mark.parametrize("text", ["No worries, thanks!", "Available Tuesdays only.", "no rush"])
+def test_verbless_lines_that_order_nothing(extractor: SpacyExtractor, text: str) -> None:
+    assert not [k for k, _ in notes(extractor, text).values() if k == NoteKind.preference]
+
+
+def test_an_order_next_to_a_wish_is_part_of_it(extractor: SpacyExtractor) -> None:
+    found = [t for k, t in notes(extractor, "Keep the tone formal, please. No exclamation marks.").values()
+             if k == NoteKind.preference]
+    assert len(found) == 1 and "formal" in found[0] and "exclamation" in found[0], found
