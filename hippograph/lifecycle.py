@@ -23,10 +23,10 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 
+from hippograph.audit import audit_event
 from hippograph.config import SessionSettings
 from hippograph.errors import HippographError
 from hippograph.graph.base import GraphStore
-from hippograph.ingest import audit_event
 from hippograph.models import Episode, EpisodeKind, stable_id, utcnow
 from hippograph.planner.summary import Summarizer, SummaryLine, render
 from hippograph.storage_guard import StorageGuard

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
+from hippograph.audit import audit_event
 from hippograph.config import ContextSettings, ProfileSettings, SessionSettings, WorldSettings
 from hippograph.errors import Conflict, HippographError, InvalidInput, NotFound
 from hippograph.extraction.base import Extraction, Extractor
@@ -25,7 +26,6 @@ from hippograph.ingest import (
     DOCUMENT_CHUNK_CHARS,
     Ingestor,
     IngestResult,
-    audit_event,
     episode_record,
     episode_text,
     note_record,

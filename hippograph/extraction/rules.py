@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from hippograph.extraction.base import USER, ExtractedNote
+from hippograph.extraction.base import USER
 from hippograph.models import Episode, EpisodeKind, NoteKind, Role
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def speakers_for(episode: Episode, speaker: str | None, user_name: str | None) -
 # ---------------------------------------------------------------------------------------------- words
 _LEMMA_FIXES = {"wanna": "want", "gotta": "have", "gon": "go"}
 _IRREGULAR_3SG = {"be": "is", "have": "has", "do": "does", "go": "goes"}
-_VOWELS = frozenset("aeiou")
+VOWELS = frozenset("aeiou")
 _PREDICATE_BAD = re.compile(r"[^A-Z0-9]+")
 
 
@@ -157,7 +157,7 @@ def third_person(verb_lemma: str) -> str:
         return _IRREGULAR_3SG[word]
     if word.endswith(("s", "sh", "ch", "x", "z", "o")):
         return word + "es"
-    if len(word) > 1 and word.endswith("y") and word[-2] not in _VOWELS:
+    if len(word) > 1 and word.endswith("y") and word[-2] not in VOWELS:
         return word[:-1] + "ies"
     return word + "s"
 
@@ -169,8 +169,8 @@ def gerund(verb_lemma: str) -> str:
         return word[:-2] + "ying"
     if word.endswith("e") and not word.endswith(("ee", "ye", "oe")) and len(word) > 2:
         return word[:-1] + "ing"
-    short_cvc = 3 <= len(word) <= 4 and word[-1] not in _VOWELS | set("wxy") and word[-2] in _VOWELS
-    return word + word[-1] + "ing" if short_cvc and word[-3] not in _VOWELS else word + "ing"
+    short_cvc = 3 <= len(word) <= 4 and word[-1] not in VOWELS | set("wxy") and word[-2] in VOWELS
+    return word + word[-1] + "ing" if short_cvc and word[-3] not in VOWELS else word + "ing"
 
 
 def sanitise_predicate(parts: Iterable[str]) -> str | None:
@@ -268,19 +268,18 @@ TENSELESS = word_set("be_born_in move_to relocate_to start_at join take_over")  
 KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": "manage", "lead": "manage",
                "head": "manage", "take_over": "manage", "be_in_charge_of": "manage", "start_at": "work_at",
                "join": "work_at", "be_at": "work_at", "work_as_at": "work_at", "report_to": "manager"}
-_NOT_PLANS = word_set("be have miss need get happen say tell cry die feel")
 
 
 # A predicate's verb and preposition with the object's type name a slot whatever the verb's wording:
 # "I'm in Bergen" / "based in Lyon" / "settled in Porto" are where the user lives, "I'm at Nordpay" /
 # "working in Infosys" / "took a job with Acme" is the employer.
-_PLACE_KEY = re.compile(r"(?:be|be_base|base|be_locate|live|live_[a-z]+|move|relocate|settle|stay)_(?:in|to)")
+PLACE_KEY = re.compile(r"(?:be|be_base|base|be_locate|live|live_[a-z]+|move|relocate|settle|stay)_(?:in|to)")
 _EMPLOYER_KEY = re.compile(r"be_(?:at|with)|be_employ_(?:at|by)|work(?:_[a-z]+)?_(?:at|for|in|with)|start_(?:at|with)|"
                            r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)|(?:take|land|get)_at")
 
 
 def _typed_key(key: str, obj_type: str) -> str:
-    if obj_type == "Location" and _PLACE_KEY.fullmatch(key):
+    if obj_type == "Location" and PLACE_KEY.fullmatch(key):
         return "live_in"
     if obj_type == "Organization" and _EMPLOYER_KEY.fullmatch(key):
         return "work_at"
@@ -432,116 +431,3 @@ class Frame:
 
 
 Draft = tuple[NoteKind, str, str]  # kind, text, slot
-
-
-def clause_notes(
-    verb: Token, subject: Token, frames: list[Frame], sent: Span, negated: bool, episode_id: str,
-    said_apart: frozenset[int] = frozenset(),
-) -> list[ExtractedNote]:
-    """The notes of one clause in which the user speaks about themselves (usually zero or one)."""
-    drafts: list[Draft | None]
-    if frames and frames[0].kind == "possessive":
-        drafts = [_possessive_note(f, subject) for f in frames]
-    elif (decision := _decision_note(verb, frames, negated)) is not None:
-        drafts = [decision]
-    elif lemma(verb) in SENTIMENT or lemma(verb) == "prefer":
-        drafts = [_preference_note(verb, f) for f in frames]
-    else:
-        drafts = [_fact_note(verb, frames, sent, negated, subject, said_apart)]
-    return [ExtractedNote(kind=k, text=t, slot=s, episode_id=episode_id) for k, t, s in filter(None, drafts)]
-
-
-def kin_note(noun: str, name: str) -> Draft:
-    slot = f"fact:{noun}:{slug(name)}" if noun in KIN_MULTI else f"fact:{noun}"
-    return NoteKind.fact, f"Has {'an' if noun[0] in _VOWELS else 'a'} {noun} named {name}", slot
-
-
-def _possessive_note(frame: Frame, subject: Token) -> Draft | None:
-    """'My birthday is May 5' -> fact:birthday; 'My favourite food is sushi' -> preference:favourite:food."""
-    words = [key for _, key in frame.parts[1:]]
-    if frame.negated or (words[-1] in KIN and frame.ref is None):
-        return None
-    if words[-1] in KIN and frame.ref is not None:
-        return kin_note(words[-1], frame.ref.name)
-    owner = {t for c in subject.children if c.dep_ == "poss" for t in c.subtree}
-    tokens = [t for t in subject.subtree if t not in owner] + [frame.verb, *argument_tokens(frame.verb)]
-    text = render(tokens, conjugate=False)  # "my birthday is May 5" -> "Birthday is May 5"
-    if words[0] == "favourite" and len(words) > 1:
-        return NoteKind.preference, text, f"preference:favourite:{' '.join(words[1:])}"
-    return NoteKind.fact, text, f"fact:{'_'.join(words)}"
-
-
-def _decision_note(verb: Token, frames: list[Frame], negated: bool) -> Draft | None:
-    """'I decided to ...', 'I chose X', "let's use X", "we'll go with X", "I'm going to learn X"."""
-    if negated:
-        return None
-    word, children = lemma(verb), list(verb.children)
-    xcomp = next((c for c in children if c.dep_ in ("xcomp", "ccomp") and c.pos_ == "VERB"), None)
-    future = any(c.dep_ == "aux" and c.lower_ in ("will", "'ll", "shall") for c in children)
-    with_prep = any(c.dep_ == "prep" and c.lower_ == "with" for c in children)
-    named = any(c.dep_ in ("dobj", "prep") and c.pos_ != "PRON" for c in children)  # not "I chose them"
-    if word in DECIDING and (xcomp is not None or named):
-        text = render(head_tokens(verb) + argument_tokens(verb))
-    elif verb.head.lemma_ == "let" and verb.dep_ == "ccomp":
-        text = render(argument_tokens(verb), lead=f"Decided to {word}")
-    elif word == "go" and with_prep and (future or verb.tag_ == "VBG"):
-        text = render(argument_tokens(verb), lead="Decided to go")
-    elif word == "go" and verb.tag_ == "VBG" and xcomp is not None and lemma(xcomp) not in _NOT_PLANS:
-        text = render(argument_tokens(verb), lead="Plans")
-    else:
-        return None
-    frame = next((f for f in frames if f.ref is not None), None)
-    if frame is None or frame.ref is None:
-        return NoteKind.decision, text, f"decision:{slug(text)}"
-    first, _, rest = frame.key.partition("_")
-    key = rest if first in DECIDING | {"plan"} and rest else frame.key
-    return NoteKind.decision, text, f"decision:{key}:{slug(frame.ref.name)}"
-
-
-def _preference_note(verb: Token, frame: Frame) -> Draft | None:
-    """'I like hiking' -> preference:like:hiking (love, enjoy, hate ... share it); 'I prefer X' -> prefer."""
-    if frame.ref is None:
-        return None
-    topic = slug(" ".join([*(gerund(v) for v in frame.via), frame.ref.name]))
-    slot = "preference:prefer" if lemma(verb) == "prefer" else f"preference:like:{topic}"
-    return NoteKind.preference, render(head_tokens(verb) + phrase_tokens(frame.obj, verb)), slot
-
-
-# What the user needs or wants now is a request ("I need a quiz", "want answers"), not who they are.
-_REQUEST_VERBS = word_set("need want")
-_POINTING = word_set("it them these those this that")
-_ONGOING = word_set("work live stay study teach do run lead manage head cover think consider plan")  # "I'm working at X", "doing a PhD"
-
-
-def _lasting(verb: Token, frame: Frame, subject: Token, slot: str) -> bool:
-    """Whether a statement about the user is worth keeping. Outside the known subjects (home, job ...):
-    not a need ("I need a template"), not what one is doing now ("I'm building a tool", "reading these
-    on my laptop"), not about something only the conversation names ("stick them on the wall"), and not
-    the team's or company's state ("we just hit 11 people", "we're open Mondays again"), which is the
-    world's and changes."""
-    home = slot == "fact:live_in" or bool(_PLACE_KEY.fullmatch(frame.key))  # "we moved house, we're in Bend"
-    if slot.count(":") == 1 or home:
-        return home or subject.lower_ not in ("we", "us")
-    if subject.lower_ in ("we", "us") or lemma(verb) in _REQUEST_VERBS or frame.obj.lower_ in _POINTING:
-        return False
-    if lemma(verb) == "get" and is_past(verb):
-        return False  # "got a weird crash in the build": what happened, not who the user is
-    progressive = verb.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in verb.children)
-    return not progressive or lemma(verb) in _ONGOING
-
-
-def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subject: Token,
-               said_apart: frozenset[int] = frozenset()) -> Draft | None:
-    """'I live in Seattle' -> fact:live_in; 'I have a dog' -> fact:have:dog; negations keep the slot.
-    `said_apart`: tokens other notes of the clause already say ('at Korle Bu' is the employer's note), left
-    out of this one so that each changes on its own."""
-    frame = next((f for f in frames if f.ref is not None and f.ref.name != f.subject.name), None)
-    if frame is None or frame.ref is None:
-        return None
-    slot = fact_slot(frame.key, frame.ref.name, is_past(verb), frame.ref.type)
-    if not _lasting(verb, frame, subject, slot):
-        return None
-    if (negated or frame.negated) and slot.count(":") == 1 and not retracts(sent):
-        return None  # "I don't live in Paris" says nothing about where the user lives
-    arguments = [t for t in argument_tokens(verb) if t.i not in said_apart] or argument_tokens(verb)
-    return NoteKind.fact, render(head_tokens(verb) + arguments), slot

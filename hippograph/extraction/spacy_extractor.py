@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hippograph.dates import resolve_in_text, when_said
-from hippograph.extraction import decisions, instructions, profile, revisions, rules
-from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction import clause_notes, decisions, instructions, profile, revisions, rules
+from hippograph.extraction.base import USER, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction.collector import Collector
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.extraction.subjects import restore_subjects
 from hippograph.models import Episode, EpisodeKind, NoteKind
@@ -60,49 +61,11 @@ _TRIM_DEPS = word_set("det poss predet punct cc nummod case neg prep advmod")
 Argument = tuple[Parts, tuple[str, ...], "Token"]  # predicate parts, verbs passed through, object
 
 
-# ---------------------------------------------------------------------------------------------- collector
-class _Collector:
-    """Deduplicates what the readers find and builds the Extraction."""
-
-    def __init__(self) -> None:
-        self.entities: dict[str, ExtractedEntity] = {}
-        self.relations: dict[tuple[str, str, str], ExtractedRelation] = {}
-        self.notes: dict[str, ExtractedNote] = {}
-        self.mentions: dict[str, dict[str, None]] = {}
-        self.small_talk: list[str] = []
-
-    def entity(self, name: str, type_: str, episode_id: str, strong: bool = False) -> None:
-        """Record an entity; a specific type beats Thing/Concept, a `strong` one beats NER's guess."""
-        if name == USER:
-            return
-        known = self.entities.setdefault(name.lower(), ExtractedEntity(name=name, type=type_))
-        if strong or (known.type in ("Thing", "Concept") and type_ not in ("Thing", "Concept")):
-            known.type = type_
-        self.mentions.setdefault(episode_id, {})[known.name] = None
-
-    def relation(self, relation: ExtractedRelation) -> None:
-        key = (relation.subject.lower(), relation.predicate, relation.object.lower())
-        self.relations.setdefault(key, relation)
-
-    def note(self, note: ExtractedNote) -> None:
-        same = self.notes.pop(note.slot, None)  # the last note of a slot wins, in its own position
-        merge = same is not None and same.episode_id == note.episode_id and note.kind == same.kind == NoteKind.preference
-        if merge and same is not None and same.text.lower() != note.text.lower():  # "CSV please. I can't stand xlsx"
-            note = note.model_copy(update={"text": f"{same.text}; {note.text[:1].lower()}{note.text[1:]}"})
-        self.notes[note.slot] = note
-
-    def result(self, extractor: str) -> Extraction:
-        mentions = {episode: list(names) for episode, names in self.mentions.items()}
-        return Extraction(entities=list(self.entities.values()), relations=list(self.relations.values()),
-                          notes=list(self.notes.values()), mentions=mentions, small_talk=self.small_talk,
-                          extractor=extractor)  # fmt: skip
-
-
 # ---------------------------------------------------------------------------------------------- reader
 class _Reader:
     """Walks the parse of one episode and reports to the collector."""
 
-    def __init__(self, doc: Doc, speakers: Speakers, episode_id: str, out: _Collector,
+    def __init__(self, doc: Doc, speakers: Speakers, episode_id: str, out: Collector,
                  at: datetime | None = None, names: Any = None) -> None:
         self.doc, self.sp, self.episode_id, self.out = doc, speakers, episode_id, out
         self.ent_of = {i: ent for ent in doc.ents for i in range(ent.start, ent.end)}
@@ -194,7 +157,7 @@ class _Reader:
                 and noun.lemma_.lower() in rules.KIN_MULTI and noun.lemma_.lower() not in rules.PETS
             if frame.subject.name == USER and frame.ref is not None and frame.verb.i not in self.claimed \
                     and not about_them:
-                kind, text, slot = rules.kin_note(frame.parts[-1][1], frame.ref.name)
+                kind, text, slot = clause_notes.kin_note(frame.parts[-1][1], frame.ref.name)
                 self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
         for verb in sent:
             background = verb.dep_ == "advcl" and (lemma(verb) == "be" or any(  # "when I was a kid"
@@ -217,7 +180,7 @@ class _Reader:
                         continue
                     apart = frozenset(t.i for c in self.claimed if c < len(self.doc) and self.doc[c].dep_ == "prep"
                                       and self.doc[c].sent == sent for t in self.doc[c].subtree)
-                    for note in rules.clause_notes(verb, subject, frames, sent, negated, self.episode_id, apart):
+                    for note in clause_notes.clause_notes(verb, subject, frames, sent, negated, self.episode_id, apart):
                         self.note(note)
 
     def _frames(self, verb: Token, subject: Token, negated: bool) -> list[Frame] | None:
@@ -492,7 +455,7 @@ class SpacyExtractor:
         return self._nlp
 
     def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction:
-        out = _Collector()
+        out = Collector()
         work: list[tuple[Episode, Speakers, str]] = []
         for episode in episodes:
             speaker, text = None, episode.content

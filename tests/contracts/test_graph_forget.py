@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from hippograph.audit import audit_event
 from hippograph.graph.base import GraphStore
 from hippograph.graph.forget import forget_episodes, forget_note
-from hippograph.ingest import audit_event
 from hippograph.models import Entity, Episode, Note, NoteKind, Relation, Role
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hippograph.ingest import near_duplicates, note_words
+from hippograph.note_writer import near_duplicates, note_words
 
 
 @pytest.mark.parametrize(("a", "b"), [

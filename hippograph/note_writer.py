@@ -1,0 +1,144 @@
+"""Tier-2 notes written from an extraction: created, confirmed, superseded by a newer statement about
+the same thing (by slot, by near-duplicate wording, by the old value named in a change, by a new role),
+retired by a retraction or by the profile cap. Every change goes to the audit log with the notes."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from hippograph.audit import audit_event
+from hippograph.config import ProfileSettings
+from hippograph.extraction.base import ExtractedNote, Extraction
+from hippograph.graph.base import GraphStore
+from hippograph.models import AuditEvent, Note, new_id, utcnow
+from hippograph.note_changes import (
+    RETRACT,
+    distinct_subjects,
+    named_old,
+    retracted,
+    revised,
+    revision_kind,
+    role_changed,
+)
+from hippograph.vectors.base import Embedder
+
+_NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "with", "from", "by", "now", "still",
+                        "really", "very", "also", "just", "my", "our", "and", "or", "but", "than", "more", "over"})
+
+
+class NoteChange(BaseModel):
+    id: str
+    kind: str
+    text: str
+    superseded: str | None = None
+
+
+def note_words(text: str) -> set[str]:
+    """The content words of a note, lower-cased, a plural or third-person s dropped."""
+    out = set()
+    for w in re.findall(r"[a-z0-9]+", text.lower()):
+        if w not in _NOTE_STOP:
+            out.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    return out
+
+
+def near_duplicates(a: set[str], b: set[str]) -> bool:
+    """One note's content words contain the other's (two or more of them), or they share three in four."""
+    common = len(a & b)
+    if common < 2:
+        return False
+    return a <= b or b <= a or common / len(a | b) >= 0.75
+
+
+def confirmed(confidence: float) -> float:
+    """An item said again is surer: half the remaining doubt goes, up to 0.99 (1.0 is for a person)."""
+    return round(min(0.99, confidence + (1.0 - confidence) / 2), 4)
+
+
+class NoteWriter:
+    def __init__(self, graph: GraphStore, embedder: Embedder, profile: ProfileSettings) -> None:
+        self.graph, self.embedder, self.profile = graph, embedder, profile
+
+    def _near_duplicate(self, user_id: str, n: ExtractedNote) -> Note | None:
+        """A current note of the same kind that says nearly the same ("Works at Acme Corp" and "Works
+        for Acme Corp now"): the new note replaces it instead of piling up next to it. Two notes of one
+        message, or of two known subjects (the city and the job title), are two things said."""
+        words = note_words(n.text)
+        for note in self.graph.list_notes(user_id):
+            if note.kind != n.kind or n.episode_id in note.source_episode_ids or distinct_subjects(n.slot, note.slot):
+                continue
+            if near_duplicates(words, note_words(note.text)):
+                return note
+        return None
+
+    def write(
+        self, user_id: str, ex: Extraction, when: dict[str, datetime], changes: list[NoteChange], stale: list[str],
+        actor: str, texts: dict[str, str],
+    ) -> list[Note]:
+        """Create, supersede or confirm notes; returns every one touched, all to be (re)indexed
+        (re-indexing an unchanged note is idempotent, and repairs one whose indexing failed). Creations
+        and supersessions go to the audit log in the same transaction."""
+        touched: list[Note] = []
+        events: list[AuditEvent] = []
+        for n in ex.notes:
+            at = when.get(n.episode_id, utcnow())
+            if n.slot.startswith(RETRACT):
+                events += self._retract(user_id, n.slot[len(RETRACT):], at, stale, actor)
+                continue
+            if (kind := revision_kind(n.slot)) is not None:
+                old = revised(kind, n.text, self.graph.list_notes(user_id), self.embedder.embed)
+                n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
+            current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n)
+            if current is None and n.episode_id in texts:
+                said, now = texts[n.episode_id], self.graph.list_notes(user_id)
+                current = named_old(n.kind, n.slot, n.text, said, now, n.episode_id) or \
+                    role_changed(n.slot, said, now, n.episode_id)
+            if current is not None and current.text.lower() == n.text.lower():
+                if n.episode_id not in current.source_episode_ids:
+                    current.source_episode_ids.append(n.episode_id)
+                    current.confidence = confirmed(current.confidence)
+                    self.graph.add_note(current)
+                touched.append(current)
+                continue
+            note = Note(id=new_id("note"), user_id=user_id, kind=n.kind, text=n.text, slot=n.slot,
+                        valid_at=at, source_episode_ids=[n.episode_id], confidence=n.confidence)
+            self.graph.add_note(note)
+            events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None, at))
+            if current is not None:
+                self.graph.supersede_note(current.id, note.id, at)
+                stale.append(current.id)
+                events.append(audit_event(user_id, actor, "supersede", current.id, current.text, note.id, at))
+            touched.append(note)
+            changes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
+                                           superseded=current.id if current else None))
+        if touched:
+            events += self._retire_over_cap(user_id, stale)
+        self.graph.add_audit(events)
+        return touched
+
+    def _retract(self, user_id: str, topic: str, at: datetime, stale: list[str], actor: str) -> list[AuditEvent]:
+        """'Forget what I said about tables': the current notes about it are retired, kept in the history."""
+        events = []
+        for note in retracted(topic, self.graph.list_notes(user_id)):
+            self.graph.supersede_note(note.id, None, at)
+            stale.append(note.id)
+            events.append(audit_event(user_id, actor, "retire", note.id, note.text, at=at))
+        return events
+
+    def _retire_over_cap(self, user_id: str, stale: list[str]) -> list[AuditEvent]:
+        """Keep the profile small: past the cap, the least sure and then the oldest items are retired
+        (no longer current, kept in the history), and recorded as such."""
+        current = self.graph.list_notes(user_id)
+        over = len(current) - self.profile.max_items
+        if over <= 0:
+            return []
+        now = utcnow()
+        events = []
+        for note in sorted(current, key=lambda n: (n.confidence, n.valid_at, n.created_at))[:over]:
+            self.graph.supersede_note(note.id, None, now)
+            stale.append(note.id)
+            events.append(audit_event(user_id, "profile-cap", "retire", note.id, note.text, at=now))
+        return events
