@@ -146,5 +146,7 @@ def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subj
         return None
     if (negated or frame.negated) and slot.count(":") == 1 and not retracts(sent):
         return None  # "I don't live in Paris" says nothing about where the user lives
-    arguments = [t for t in argument_tokens(verb) if t.i not in said_apart] or argument_tokens(verb)
+    arguments = argument_tokens(verb)
+    if slot == "fact:title":  # "a nurse at Korle Bu": the employer has a note of its own
+        arguments = [t for t in arguments if t.i not in said_apart] or arguments
     return NoteKind.fact, render(head_tokens(verb) + arguments), slot
