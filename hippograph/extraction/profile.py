@@ -12,12 +12,14 @@ from hippograph.extraction.rules import (
     UNIT_NOUNS,
     Draft,
     is_first_person,
+    is_hypothetical,
     is_irrealis,
     is_negated,
     lemma,
     word_set,
 )
 from hippograph.models import NoteKind
+from hippograph.note_changes import RETRACT
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token
@@ -135,4 +137,38 @@ def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
                 t.dep_ == "nsubj" and t.lower_ == "i" for t in sent)
             if mine and who is not None:
                 out.append(((NoteKind.fact, f"Reports to {_name(who)}", "fact:manager"), verb))
+    return out
+
+
+# Lasting states people say with an adjective: a diet, a family status, retirement. Each is one slot, so
+# "I'm pescatarian now" replaces "I'm vegan"; moods and passing states ("I'm tired") give nothing.
+ATTRIBUTES = {
+    "diet": word_set("vegetarian vegan pescatarian pescetarian veggie flexitarian halal kosher keto gluten-free "
+                     "dairy-free"),
+    "family_status": word_set("married divorced single widowed engaged separated"),
+    "title": word_set("retired unemployed self-employed freelance"),
+}
+
+
+def attribute_notes(sent: Span) -> list[tuple[Draft, Token]]:
+    """'also im vegetarian', "I'm not vegan anymore", 'I'm retired now'."""
+    out: list[tuple[Draft, Token]] = []
+    for comp in sent:
+        word = comp.lower_
+        slot = next((name for name, words in ATTRIBUTES.items() if word in words), None)
+        if slot is None or any(c.dep_ in ("prep", "det") for c in comp.children):
+            continue  # "a single mother of two" says more than the status
+        if comp.dep_ in ("acomp", "attr") and lemma(comp.head) == "be":
+            verb, subj = comp.head, next((c for c in comp.head.children if c.dep_ == "nsubj"), None)
+        elif comp.pos_ == "VERB" and any(c.dep_ == "auxpass" for c in comp.children):  # "I'm retired"
+            verb, subj = comp, next((c for c in comp.children if c.dep_ == "nsubjpass"), None)
+        else:
+            continue
+        if subj is None or subj.lower_ != "i" or is_hypothetical(verb):
+            continue
+        if is_negated(verb):  # "I'm not vegan anymore": the note that said so ends
+            if any(m in sent.text.lower() for m in ("anymore", "any more", "no longer")):
+                out.append(((NoteKind.fact, f"Retracted: {word}", RETRACT + word), verb))
+            continue
+        out.append(((NoteKind.fact, f"Is {word}", f"fact:{slot}"), verb))
     return out

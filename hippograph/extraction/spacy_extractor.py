@@ -101,7 +101,7 @@ class _Reader:
                 self._clauses(sent)
 
     def _profile(self, sent: Span) -> None:
-        found = profile.manager_notes(sent) + profile.self_intro_notes(sent)
+        found = profile.manager_notes(sent) + profile.self_intro_notes(sent) + profile.attribute_notes(sent)
         for (kind, text, slot), tok in found:
             self.claimed.add(tok.i)
             if text:

@@ -205,3 +205,21 @@ def test_an_order_next_to_a_wish_is_part_of_it(extractor: SpacyExtractor) -> Non
     found = [t for k, t in notes(extractor, "Keep the tone formal, please. No exclamation marks.").values()
              if k == NoteKind.preference]
     assert len(found) == 1 and "formal" in found[0] and "exclamation" in found[0], found
+
+
+@pytest.mark.parametrize(("text", "slot", "note"), [
+    ("btw im vegan, so no dairy in the recipes", "fact:diet", "Is vegan"),
+    ("I'm retired these days", "fact:title", "Is retired"),
+    ("I'm divorced, it's just me and the kids", "fact:family_status", "Is divorced"),
+])  # fmt: skip
+def test_lasting_states(extractor: SpacyExtractor, text: str, slot: str, note: str) -> None:
+    assert notes(extractor, text)[slot][1] == note
+
+
+@pytest.mark.parametrize("text", ["I'm tired today.", "My brother is vegan.", "If I were vegan I'd miss cheese."])
+def test_passing_states_and_other_people_give_no_state(extractor: SpacyExtractor, text: str) -> None:
+    assert not [s for s in notes(extractor, text) if s in ("fact:diet", "fact:family_status", "fact:title")]
+
+
+def test_a_state_that_ended_retracts_it(extractor: SpacyExtractor) -> None:
+    assert "retract:vegetarian" in notes(extractor, "I'm not vegetarian any more, steak is back")
