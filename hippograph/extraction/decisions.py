@@ -24,7 +24,8 @@ _MARKED = re.compile(
     r"\b(?:decided|decision(?: is)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
     r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
     r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:^|\W)(?:ok\s+|so\s+)?going with|"
-    r"we(?:'re|'ve| are| have)?\b[^.;!?]*\binstead\b)",
+    r"we(?:'re|'ve| are| have)?\b[^.;!?]*\binstead\b|changed (?:my|our) minds?|on second thought|"
+    r"we(?:'re| are) (?:off|done with|moving off|dropping|ditching)\b|\bwill be\b[^.;!?]*\bfrom now on\b)",
     re.IGNORECASE,
 )
 _CLAUSE_DECIDES = frozenset({"decide", "choose", "pick", "opt", "select"})  # the clause rules read these

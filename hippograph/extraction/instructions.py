@@ -325,6 +325,8 @@ _CONDITION = re.compile(r"^(?:if|unless|when|whenever|once)\s+(?:i|we)\b", re.IG
 _RATHER = re.compile(r"\bi(?:'d| would) rather (?:you )?(?P<what>.+)", re.IGNORECASE)
 _FINE_FRAGMENT = re.compile(r"^(?P<what>[\w' -]+?)\s+(?:is|are|'s|'re)\s+(?:\w+\s+)?"
                             r"(?:fine|ok|okay|good|allowed)\s+(?:now|again)\b", re.IGNORECASE)
+_BEST_FRAGMENT = re.compile(r"^(?:but |and |so |tbh |honestly )?(?P<what>[\w' -]+?)\s+(?:is|are|'s|'re|works?)\s+"
+                            r"(?:\w+\s+)?(?:best|better|easiest|easier|preferred|ideal)\b", re.IGNORECASE)
 _FRAGMENT_MARKERS = ("please", "always", "never", "from now", "going forward", "in future", "again")
 _NEGATIVES = re.compile(r"\b(?:don't|do not|no|never|avoid|without|stop)\b", re.IGNORECASE)
 _LEAD_VERBS = word_set("use keep write answer reply give send put make call text email message ping reach "
@@ -359,6 +361,8 @@ def fragment_preferences(sent: Span, covered: set[int]) -> list[Draft]:
         if (rather := _RATHER.search(frag)) is not None:
             out.append((NoteKind.preference, f"Would rather the assistant {_swap(rather['what'])}",
                         f"preference:{topic}"))
+        elif (best := _BEST_FRAGMENT.match(frag)) is not None:  # "WhatsApp is best", "texts work better"
+            out.append((NoteKind.preference, f"Prefers {_swap(best['what'].strip())}", f"preference:{topic}"))
         elif (fine := _FINE_FRAGMENT.match(frag)) is not None:
             what = re.sub(r"^(the|my|our)\s+", "", fine["what"].strip(), flags=re.IGNORECASE)
             out.append((NoteKind.preference, f"Is fine with {_swap(what)} now", f"preference:{topic}"))

@@ -99,10 +99,17 @@ FIRST_PERSON = word_set("i me my mine myself we us our ours ourselves")
 SECOND_PERSON = word_set("you your yours yourself yourselves u ur")
 
 
+# Words that open a line as a label, not as the name of who speaks: "Decided: ...", "Update: ...".
+_LABELS = word_set("decided decision update note fyi ps btw question edit summary todo reminder news context "
+                   "background problem issue goal idea plan answer tldr important correction also heads")
+
+
 def split_speaker(text: str) -> tuple[str | None, str]:
     """'Caroline: I went ...' -> ('Caroline', 'I went ...'); text without a prefix is returned as is."""
     match = _SPEAKER_PREFIX.match(text)
-    return (None, text) if match is None else (match.group(1), text[match.end() :])
+    if match is None or match.group(1).split()[0].lower() in _LABELS:
+        return None, text
+    return match.group(1), text[match.end() :]
 
 
 def is_first_person(tok: Token) -> bool:

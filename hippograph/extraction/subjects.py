@@ -30,6 +30,8 @@ def _opens_clause(doc: Doc, i: int) -> bool:
 def _subjectless_past(tok: Token) -> bool:
     if tok.tag_ not in ("VBD", "VBN") or not tok.is_alpha:
         return False
+    if tok.i + 1 < len(tok.doc) and tok.doc[tok.i + 1].text in (":", "-", "—"):
+        return False  # "Decided: ...", "Update - ...": a label, not a clause
     clause = tok if tok.dep_ not in ("amod", "compound") else tok.head
     return not any(c.dep_ in _SUBJECTS and c.i < tok.i for c in clause.children)
 

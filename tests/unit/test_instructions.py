@@ -223,3 +223,17 @@ def test_passing_states_and_other_people_give_no_state(extractor: SpacyExtractor
 
 def test_a_state_that_ended_retracts_it(extractor: SpacyExtractor) -> None:
     assert "retract:vegetarian" in notes(extractor, "I'm not vegetarian any more, steak is back")
+
+
+def test_a_label_before_a_colon_is_no_speaker(extractor: SpacyExtractor) -> None:
+    found = [t for k, t in notes(extractor, "Decided: the retro moves to Fridays.").values() if k == NoteKind.decision]
+    assert found and "Fridays" in found[0], found
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("if you need to reach me, Signal is best", "Signal"),
+    ("ok on second thought, we're moving the wiki to Notion", "Notion"),
+    ("we're off Jira now, everything lives in Linear", "Linear"),
+])  # fmt: skip
+def test_more_ways_to_say_it(extractor: SpacyExtractor, text: str, word: str) -> None:
+    assert any(word in t for _, t in notes(extractor, text).values()), notes(extractor, text)
