@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # Words that mark what is said as settled (a marker alone, "final.", states nothing by itself).
 _MARKED = re.compile(
-    r"\b(?:decided|decision(?: is)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
+    r"\b(?:decided|decision(?: is|'s)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
     r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
     r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:^|\W)(?:ok\s+|so\s+)?going with|"
     r"we(?:'re|'ve| are| have)?\b[^.;!?]*\binstead\b|changed (?:my|our) minds?|on second thought|"

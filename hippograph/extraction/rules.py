@@ -273,6 +273,7 @@ SINGLE_VALUED = word_set("manage live_in work_at work_for be_born_in be_from pre
 TENSELESS = word_set("be_born_in move_to relocate_to start_at join take_over")  # they state the current value whatever the tense
 # Paraphrases of one slot: the role verbs lead/head/run a team/take over, joining or starting at an employer.
 KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": "manage", "lead": "manage",
+               "head_up": "manage", "lead_up": "manage",
                "head": "manage", "take_over": "manage", "be_in_charge_of": "manage", "start_at": "work_at",
                "join": "work_at", "be_at": "work_at", "work_as_at": "work_at", "report_to": "manager"}
 
@@ -285,9 +286,12 @@ _EMPLOYER_KEY = re.compile(r"be_(?:at|with)|be_employ_(?:at|by)|work(?:_[a-z]+)?
                            r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)|(?:take|land|get)_at")
 
 
-def _typed_key(key: str, obj_type: str) -> str:
+def _typed_key(key: str, obj_type: str, obj: str = "") -> str:
     if obj_type == "Location" and PLACE_KEY.fullmatch(key):
         return "live_in"
+    if key == "be_in" and obj_type not in ("Organization", "Person", "Date", "Event") and obj[:1].isupper() \
+            and not obj.isupper():
+        return "live_in"  # "we're in Bend now": a named place NER did not know
     if obj_type == "Organization" and _EMPLOYER_KEY.fullmatch(key):
         return "work_at"
     return key
@@ -318,7 +322,7 @@ def fact_slot(key: str, obj: str, past: bool, obj_type: str = "") -> str:
         return "fact:team" if key.count("_") < 2 or moving else "fact:title"  # "a data analyst on the team"
     if key == "be" and not past and is_role_noun(last) and obj_type not in ("Organization", "Location"):
         return "fact:title"
-    canonical = KEY_ALIASES.get(key) or _typed_key(key, obj_type)
+    canonical = KEY_ALIASES.get(key) or _typed_key(key, obj_type, obj)
     if canonical == "manager":
         return "fact:manager"
     title = re.fullmatch(r"be_([a-z]+)_(at|in|for|with)", canonical)
