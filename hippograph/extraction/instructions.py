@@ -30,7 +30,8 @@ TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ("spelling", word_set("spelling spellings")),
     ("tone", word_set("tone formal informal casual cheerleader slang joke jokes blunt straight friendly polite")),
     ("answer_length", word_set("short brief concise long essay essays detailed detail details length shorter "
-                               "longer verbose wordy lengthy")),
+                               "longer verbose wordy lengthy page pages one-pager sentences lines explanation "
+                               "explanations")),
     # a channel preference names a channel: "remind me to water the plants" is a task, not one
     ("contact_channel", word_set("email e-mail mail text texts sms call calls phone whatsapp telegram signal "
                                  "slack")),
