@@ -220,7 +220,10 @@ _EVERYTHING = word_set("things everything anything stuff answers replies respons
 
 
 def _about_everything(verb: Token) -> bool:
-    return any(c.dep_ == "dobj" and c.lower_ in _EVERYTHING for c in verb.children)
+    """'write things out in full'; 'stop suggesting kubernetes', 'stop starting every answer with ...':
+    to stop doing something is never to do it again."""
+    stop = lemma(verb) in ("stop", "quit") and any(c.dep_ == "xcomp" and c.tag_ == "VBG" for c in verb.children)
+    return stop or any(c.dep_ == "dobj" and c.lower_ in _EVERYTHING for c in verb.children)
 
 
 def _permission(verb: Token) -> bool:

@@ -237,3 +237,9 @@ def test_a_label_before_a_colon_is_no_speaker(extractor: SpacyExtractor) -> None
 ])  # fmt: skip
 def test_more_ways_to_say_it(extractor: SpacyExtractor, text: str, word: str) -> None:
     assert any(word in t for _, t in notes(extractor, text).values()), notes(extractor, text)
+
+
+def test_stop_doing_something_is_a_standing_order(extractor: SpacyExtractor) -> None:
+    found = [t for k, t in notes(extractor, "please stop recommending Docker for everything").values()
+             if k == NoteKind.preference]
+    assert found and "Docker" in found[0], found
