@@ -95,7 +95,7 @@ def test_the_shipped_cases_load() -> None:
     from hippograph.bench.extraction import DEFAULT_CASES, load_cases
 
     files = {p.stem: load_cases(p) for p in sorted(DEFAULT_CASES.glob("*.json"))}
-    assert set(files) == {"tune", "tune_b", "tune_c", "held_out"}
+    assert set(files) == {"tune", "tune_b", "tune_c", "tune_d", "tune_e", "held_out"}
     assert {f.split for f in files.values()} == set(files)  # each file is the part it is named after
     messages = sum(len(s.messages) for f in files.values() for q in f.sequences for s in q.sessions)
     roles = {m.role.value for f in files.values() for q in f.sequences for s in q.sessions for m in s.messages}

@@ -64,6 +64,8 @@ def _possessive_note(frame: Frame, subject: Token) -> Draft | None:
     words = [key for _, key in frame.parts[1:]]
     if frame.negated or (words[-1] in KIN and frame.ref is None):
         return None
+    if any(c.dep_ == "poss" and c.lower_ in ("our", "we") for c in subject.children):
+        return None  # "our platform team is 9 people now": the team's state, the world's to keep
     if words[-1] in KIN and frame.ref is not None:
         return kin_note(words[-1], frame.ref.name)
     owner = {t for c in subject.children if c.dep_ == "poss" for t in c.subtree}
@@ -127,6 +129,10 @@ def _lasting(verb: Token, frame: Frame, subject: Token, slot: str) -> bool:
         return home or subject.lower_ not in ("we", "us")
     if subject.lower_ in ("we", "us") or lemma(verb) in _REQUEST_VERBS or frame.obj.lower_ in _POINTING:
         return False
+    if any(c.dep_ == "poss" and c.lower_ in ("her", "his", "their") for c in frame.obj.children):
+        return False  # "I'm covering her calendar": about her
+    if frame.ref is not None and frame.ref.type == "Date":
+        return False  # "so stressed for next year": a feeling about a date
     if lemma(verb) == "get" and is_past(verb):
         return False  # "got a weird crash in the build": what happened, not who the user is
     progressive = verb.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in verb.children)

@@ -20,12 +20,17 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Span
 
 # Words that mark what is said as settled (a marker alone, "final.", states nothing by itself).
+_WHEN = (r"(?:next \w+|this \w+|\d{4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|mon\w*|tue\w*|"
+         r"wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|today|tomorrow)")
 _MARKED = re.compile(
     r"\b(?:decided|decision(?: is|'s)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
     r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
     r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:^|\W)(?:ok\s+|so\s+)?going with|"
     r"we(?:'re|'ve| are| have)?\b[^.;!?]*\binstead\b|changed (?:my|our) minds?|on second thought|"
-    r"we(?:'re| are) (?:off|done with|moving off|dropping|ditching)\b|\bwill be\b[^.;!?]*\bfrom now on\b)",
+    r"we(?:'re| are) (?:off|done with|moving off|dropping|ditching)\b|\bwill be\b[^.;!?]*\bfrom now on\b|"
+    r"change of heart|(?:we|i) (?:ditched|dropped|scrapped|killed|binned)\b|(?:we|i)(?:'re| are|'m| am) (?:switching|moving|changing) (?:over )?to\b|"
+    rf"(?:i'm|i am|we're|we are) (?:only )?\w+ing\b[^.;!?]*\b(?:from|starting(?: in| from)?) {_WHEN}\b|"
+    rf"\b(?:from|starting(?: in| from)?) {_WHEN},? (?:i'm|i am|we're|we are) (?:only )?\w+ing\b)",
     re.IGNORECASE,
 )
 _CLAUSE_DECIDES = frozenset({"decide", "choose", "pick", "opt", "select"})  # the clause rules read these
@@ -65,7 +70,8 @@ def stated_decision(doc: Doc) -> Draft | None:
     if not any(_MARKED.search(s.text) for s in sents):
         return None
     said = [s for s in sents if not _ONLY_MARKER.match(s.text.strip()) and (
-        _OWN.search(_clause(s)) or (":" in s.text and _MARKED.search(s.text.split(":", 1)[0])))]
+        _OWN.search(_clause(s)) or (":" in s.text and _MARKED.search(s.text.split(":", 1)[0]))
+        or re.match(r"^(?:ok\W+|so\W+)?going with\b", _clause(s), re.IGNORECASE))]  # "going with X, no more Y"
     if not said:
         return None
     text = "; ".join(_third_person(_clause(s)) for s in said[:2])

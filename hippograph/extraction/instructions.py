@@ -28,7 +28,8 @@ TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
                                 "greek czech romanian hungarian hebrew español français português")),
     ("emoji", word_set("emoji emojis emoticon emoticons")),
     ("spelling", word_set("spelling spellings")),
-    ("tone", word_set("tone formal informal casual cheerleader slang joke jokes blunt straight friendly polite")),
+    ("tone", word_set("tone formal informal casual cheerleader slang joke jokes blunt straight friendly polite warm "
+                      "chatty corporate salesy playful professional")),
     ("answer_length", word_set("short brief concise long essay essays detailed detail details length shorter "
                                "longer verbose wordy lengthy page pages one-pager sentences lines explanation "
                                "explanations")),
@@ -39,7 +40,7 @@ TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ("format", word_set("bullet bullets table tables list lists paragraph paragraphs markdown latex heading "
                         "headings intro formatting layout")),
 )
-_COMMUNICATE = word_set("answer write reply respond talk speak use communicate text")
+_COMMUNICATE = word_set("answer write reply respond talk speak use communicate text switch back stick")
 _POLITE = word_set("please pls plz kindly abeg just also then so ok okay")
 _MARKERS = ("always", "never", "from now on", "from now", "going forward", "in future", "in the future",
             "throughout", "each time", "every time", "whenever", "for all future", "again")
@@ -215,6 +216,9 @@ def _request(verb: Token) -> bool:
             and bool(subj) and subj[0].lower_ in ("you", "we", "u") and aux[0].i < subj[0].i)
 
 
+# Verbs that ask for a piece of work; with them an order lasts only when the message says so.
+_TASK_VERBS = word_set("draft rework redo rewrite create prepare build compose generate outline summarise summarize "
+                       "translate plan find check review fix help")
 # "write things out in full", "explain everything like I'm new": an order about all that follows, not a task.
 _EVERYTHING = word_set("things everything anything stuff answers replies responses messages")
 
@@ -263,6 +267,10 @@ def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Dr
             continue
         if lemma(verb) in ("be",) and topic is None:
             continue
+        go_ahead = verb.dep_ == "conj" and verb.head.lower_ == "go" and any(c.lower_ == "ahead" for c in verb.head.children)
+        negative = any(t.dep_ == "neg" or t.lower_ == "never" for t in verb.children)
+        if lemma(verb) in _TASK_VERBS and not (lasting or negative or go_ahead or _about_everything(verb)):
+            continue  # "draft a short note for the feed", "rework the intro panel": this answer, not all of them
         text = "Wants the assistant to " + _render_instruction(tokens, sent, verb)
         out.append(((NoteKind.preference, text, _slot(topic, verb, tokens)), verb))
     return out
@@ -286,7 +294,7 @@ def stated_preferences(sent: Span, claimed: set[int]) -> list[tuple[Draft, Token
             continue
         sub = list(tok.subtree)
         words = _words(sub)
-        if tok.dep_ == "ROOT" and tok.pos_ in ("NOUN", "PROPN", "ADJ") and (
+        if tok.dep_ == "ROOT" and tok.pos_ in ("NOUN", "PROPN", "ADJ") and tok.lower_ not in _TASK_VERBS and (
                 any(t.lower_ in ("please", "pls", "plz", "always") for t in sub) or
                 (tok.i == sent.start or sent[0].lower_ in _POLITE) and any(t.lower_ == "no" for t in sub)):
             topic = topic_of(words)
@@ -354,6 +362,10 @@ def fragment_preferences(sent: Span, covered: set[int]) -> list[Draft]:
         frag = re.sub(r"\s+", " ", raw).strip()
         words = set(re.findall(r"[\w'-]+", frag.lower()))
         topic = topic_of(words)
+        if frag and topic is None and not covered and (rather := _RATHER.search(frag)) is not None:
+            what = _swap(rather["what"]).strip(" .!")
+            out.append((NoteKind.preference, f"Would rather the assistant {what}", f"preference:rather:{slug(what)[:40]}"))
+            continue
         if frag and topic is None and not covered and _standing_order(sent, begin, end):
             body = _swap(re.sub(r"\s*\b(?:please|pls|plz)\b", "", frag, flags=re.IGNORECASE)).strip(" ,.!")
             first = next((t for t in sent if t.idx - sent.start_char >= begin and not t.is_punct), None)
@@ -397,7 +409,7 @@ def _standing_order(sent: Span, begin: int, end: int) -> bool:
         return False
     if not any(t.pos_ in ("NOUN", "PROPN") for t in words):
         return False
-    return bool(_STANDING.search(sent.text[begin:end].strip()))
+    return bool(_STANDING.search(sent.text[begin:end].strip()) or _STANDING.search(sent.text))  # "AP style, always."
 
 
 def fold_orders(drafts: list[Draft]) -> list[Draft]:
@@ -405,11 +417,13 @@ def fold_orders(drafts: list[Draft]) -> list[Draft]:
     formal, please. No jokes, no exclamation marks." is one note about tone."""
     main = next((i for i, (k, _, slot) in enumerate(drafts) if k == NoteKind.preference
                  and not slot.startswith(_ORDER_SLOT) and not slot.startswith(RETRACT)), None)
+    if main is None:  # orders only: "numbers always in SGD thousands, one decimal place" is one note
+        main = next((i for i, (_, _, slot) in enumerate(drafts) if slot.startswith(_ORDER_SLOT)), None)
     if main is None:
         return drafts
     out = list(drafts)
     for k, text, slot in drafts:
-        if slot.startswith(_ORDER_SLOT) and text.startswith("Prefers "):
+        if slot.startswith(_ORDER_SLOT) and text.startswith("Prefers ") and (k, text, slot) != drafts[main]:
             kind, first, first_slot = out[main]
             out[main] = (kind, f"{first}; {lower_first(text[len('Prefers '):])}", first_slot)
             out.remove((k, text, slot))
@@ -422,6 +436,8 @@ def _directive_text(frag: str) -> str | None:
     body = re.sub(r"\s*\bplease\b", "", body, flags=re.IGNORECASE).strip()
     tokens = body.split(" ")
     low = [t.lower() for t in tokens]
+    if low[0] in _TASK_VERBS and not any(m in frag.lower() for m in _MARKERS):
+        return None  # "rework the intro panel please": a piece of work
     if low[0] in ("don't", "never") and len(tokens) > 1:
         return "Wants the assistant not to " + " ".join(tokens[1:]) if low[0] == "don't" else \
             "Wants the assistant to " + lower_first(body)

@@ -15,7 +15,7 @@ from hippograph.note_changes import RETRACT, REVISE
 
 _CHANGE = re.compile(r"\bchange of plans?(?:\s+(?:on|for|about)\s+(?P<about>[^:,.!?]+))?\s*[:,-]?\s*"
                      r"(?:(?:i'm afraid|sorry|unfortunately|i fear|alas)\W+)*(?P<what>[^,.!?;]+)", re.IGNORECASE)
-_SWITCH = re.compile(r"(?:^|\b(?:i|we|i've|we've|just|also|so|and)\s+)(?:have\s+)?(?:just\s+)?"
+_SWITCH = re.compile(r"(?:^|\b(?P<who>i|we|i've|we've|just|also|so|and)\s+)(?:have\s+)?(?:just\s+)?"
                      r"(?P<verb>switched|moved|migrated|changed)\s+(?P<poss>my|our|the)(?P<owner>\s+[\w-]+'s)?\s+"
                      r"(?P<what>[\w' -]+?)\s+(?:over\s+)?(?:from\s+[\w' .-]+?\s+)?to\s+(?P<to>[^,.!?;]+?)(?=\s+(?:and|but|because|so)\b|[,.!?;]|$)",
                      re.IGNORECASE)
@@ -28,6 +28,9 @@ _PROMOTED = re.compile(r"\bpromoted(?:\s+to\s+(?P<title>[\w -]+?))?(?=\s+(?:at|i
 _MADE_ME = re.compile(r"\b(?:they|she|he|we)(?:'ve| have)?\s+(?:made|named|appointed|moved)\s+me\s+(?:up\s+to\s+)?"
                       r"(?:the\s+|a\s+|an\s+|our\s+)?(?P<title>[\w&/ -]{2,40}?)(?=[!.,;]|\s+(?:this|last|from|since|at|in)\b|$)",
                       re.IGNORECASE)  # "they made me VP Marketing!", "they moved me up to AP chem"
+_GOT_POST = re.compile(r"(?:^|[.!?]\s+|\b(?:i|i've|finally|just)\s+)(?:got|landed)\s+my\s+"
+                       r"(?!(?:old|new|first|dream|staff|full-time|part-time)\b)(?P<title>[\w&/ -]{2,40}?)\s+"
+                       r"(?P<what>post|role|position)\b", re.IGNORECASE)  # "fwiw got my registrar post"
 _SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them"}
 
 
@@ -51,7 +54,7 @@ def revision_notes(text: str, has_preference: bool) -> list[Draft]:
         what = _swap(change["what"])
         out.append((NoteKind.decision, f"Decided{about}: {what}", f"{REVISE}decision:decision:{slug(what)}"))
     if (switch := _SWITCH.search(text)) is not None:
-        ours = switch["poss"].lower() == "our" or bool(switch["owner"])
+        ours = switch["poss"].lower() == "our" or bool(switch["owner"]) or (switch["who"] or "").lower() in ("we", "we've")
         kind = NoteKind.decision if ours else NoteKind.fact
         owner = " ".join(_swap(w) for w in (switch["poss"], (switch["owner"] or "").strip()) if w)
         note = f"Switched {owner} {switch['what']} to {switch['to'].strip()}"
@@ -62,6 +65,9 @@ def revision_notes(text: str, has_preference: bool) -> list[Draft]:
     if not out and _DECIDED.search(text) and (agreed := _AGREED.search(text)) is not None:
         what = _swap(agreed["what"])
         out.append((NoteKind.decision, f"Decided: {what}", f"{REVISE}decision:decision:{slug(what)}"))
+    if (post := _GOT_POST.search(text)) is not None:
+        out.append((NoteKind.fact, f"Got the {post['title'].strip()} {post['what'].lower()}{_when(text)}", "fact:title"))
+        return out
     if (made := _MADE_ME.search(text)) is not None:
         out.append((NoteKind.fact, f"Was made {made['title'].strip()}{_when(text)}", "fact:title"))
         return out

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 # Words that may open a clause before its verb: "also finally moved ...", "update: left ...".
 _OPENERS = word_set("also finally just so and then oh ok okay well anyway btw actually recently")
-_BOUNDARY = frozenset({".", "!", "?", ":", ";", "\n"})
+_BOUNDARY = frozenset({".", "!", "?", ":", ";", "\n", "-", "—", "–"})
 _SUBJECTS = frozenset({"nsubj", "nsubjpass", "expl", "csubj"})
 
 
@@ -28,8 +28,8 @@ def _opens_clause(doc: Doc, i: int) -> bool:
 
 
 def _subjectless_past(tok: Token) -> bool:
-    if tok.tag_ not in ("VBD", "VBN") or not tok.is_alpha:
-        return False
+    if tok.tag_ not in ("VBD", "VBN") or not tok.is_alpha or tok.lower_ == tok.lemma_.lower():
+        return False  # "Cut the em dashes", "Read this first": the same as the order, so maybe one
     if tok.i + 1 < len(tok.doc) and tok.doc[tok.i + 1].text in (":", "-", "—"):
         return False  # "Decided: ...", "Update - ...": a label, not a clause
     clause = tok if tok.dep_ not in ("amod", "compound") else tok.head

@@ -243,3 +243,12 @@ def test_stop_doing_something_is_a_standing_order(extractor: SpacyExtractor) -> 
     found = [t for k, t in notes(extractor, "please stop recommending Docker for everything").values()
              if k == NoteKind.preference]
     assert found and "Docker" in found[0], found
+
+
+@pytest.mark.parametrize("text", ["now draft the announcement, short and warm", "rework the intro panel please"])
+def test_a_piece_of_work_asked_for_is_no_preference(extractor: SpacyExtractor, text: str) -> None:
+    assert not [s for s in notes(extractor, text) if s.startswith("preference")]
+
+
+def test_an_order_about_all_work_still_is(extractor: SpacyExtractor) -> None:
+    assert [s for s in notes(extractor, "never draft anything longer than a page") if s.startswith("preference")]
