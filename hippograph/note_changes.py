@@ -14,6 +14,7 @@ from hippograph.models import Note, NoteKind
 RETRACT = "retract:"
 REVISE = "revise:"  # "revise:<kind>:<own slot>"; the kind is the one of the notes it may replace
 MIN_SIMILARITY = 0.35  # below it, a revision resembles no current note and keeps its own slot
+MIN_RETRACT_SIMILARITY = 0.3  # below it, a retraction names no current note (chosen on the tuning parts)
 _STOP = word_set("the a an my our your their of in on at to for with and or about thing stuff what i said "
                  "before earlier")
 
@@ -24,17 +25,31 @@ def _stems(text: str) -> set[str]:
     return {w[:5] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def retracted(topic: str, current: Sequence[Note]) -> list[Note]:
-    """The current notes a retraction names: they share a content word with its topic (compared on the
-    first five letters, so 'tables' names 'table' and 'deploys' names 'deploy')."""
+def retracted(topic: str, current: Sequence[Note], embed: Embed | None = None) -> list[Note]:
+    """The current notes a retraction names. Candidates share a content word with its topic (compared
+    on the first five letters, so 'tables' names 'table' and 'deploys' names 'deploy'). With an embedder
+    the one closest in meaning goes ("you don't need to keep things brief anymore" retires "keep your
+    replies short"); without one, those sharing the most words, at least half of the topic's. Either way
+    'scratch the hot yoga decision' retires the decision about hot yoga, not the yoga studio the user
+    owns."""
     words = _stems(topic)
-    return [n for n in current if words & _stems(n.text)] if words else []
+    candidates = [n for n in current if words & _stems(n.text)] if words else []
+    if not candidates:
+        return []
+    if embed is not None:
+        vectors = embed([topic, *(n.text for n in candidates)])
+        scores = [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]]
+        best = max(range(len(candidates)), key=lambda i: scores[i])
+        return [candidates[best]] if scores[best] >= MIN_RETRACT_SIMILARITY else []
+    shared = {n.id: len(words & _stems(n.text)) for n in candidates}
+    most = max(shared.values())
+    return [n for n in candidates if shared[n.id] == most] if most >= len(words) / 2 else []
 
 
 def revised(kind: NoteKind, text: str, current: Sequence[Note], embed: Embed | None) -> Note | None:
     """The current note of this kind a revision replaces: the most similar one, by the embedder when
     there is one (paraphrase: 'docs go into the wiki' vs 'documentation lives in Notion'), else by shared
-    words; the only note of its kind when nothing is closer."""
+    words; none when nothing is close enough."""
     same = [n for n in current if n.kind == kind]
     if not same:
         return None
@@ -45,9 +60,7 @@ def revised(kind: NoteKind, text: str, current: Sequence[Note], embed: Embed | N
         words = _stems(text)
         scores = [len(words & _stems(n.text)) / max(1, len(words | _stems(n.text))) for n in same]
     best = max(range(len(same)), key=lambda i: scores[i])
-    if scores[best] >= MIN_SIMILARITY or len(same) == 1:
-        return same[best]
-    return None
+    return same[best] if scores[best] >= MIN_SIMILARITY else None
 
 
 def revision_kind(slot: str) -> NoteKind | None:
@@ -61,7 +74,7 @@ def revision_kind(slot: str) -> NoteKind | None:
 # of Jira", "not checkout anymore": a message that states a new note and names the old one's value in
 # words of change replaces that note, however differently the two are worded.
 _CHANGE = re.compile(r"\b(?:instead|anymore|any more|no longer|switch\w*|mov(?:e|ed|ing)|chang\w*|left|leav\w*|"
-                     r"quit|gone|off|over|replac\w*|rather|not|no|update\w*|dropp\w*|ditch\w*|done with|scrap\w*|kill\w*|"
+                     r"quit|gone|off|replac\w*|rather|not|no|update\w*|dropp\w*|ditch\w*|done with|scrap\w*|kill\w*|"
                      r"cancel\w*|again|transferr\w*|obsolete|fell through|off the table|scratch\w*|pivot\w*|"
                      r"didn't work out)\b",
                      re.IGNORECASE)
@@ -70,8 +83,13 @@ _NOTE_FRAME = word_set("is are was were has have had wants want the assistant th
                        "don't no than every always never")
 
 
+_FUNCTION = word_set("all any some every each more most less much many very just also only even still then than this "
+                     "that these those there here with from into onto over under again never always now new old")
+
+
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[\w'-]+", text.lower()) if len(w) > 2 and w not in _STOP and w not in _NOTE_FRAME}
+    return {w for w in re.findall(r"[\w'-]+", text.lower())
+            if len(w) > 2 and w not in _STOP and w not in _NOTE_FRAME and w not in _FUNCTION}
 
 
 def _known(slot: str) -> bool:

@@ -122,7 +122,7 @@ class NoteWriter:
     def _retract(self, user_id: str, topic: str, at: datetime, stale: list[str], actor: str) -> list[AuditEvent]:
         """'Forget what I said about tables': the current notes about it are retired, kept in the history."""
         events = []
-        for note in retracted(topic, self.graph.list_notes(user_id)):
+        for note in retracted(topic, self.graph.list_notes(user_id), self.embedder.embed):
             self.graph.supersede_note(note.id, None, at)
             stale.append(note.id)
             events.append(audit_event(user_id, actor, "retire", note.id, note.text, at=at))

@@ -61,8 +61,8 @@ _RETRACTION = re.compile(
     r"preference|rule|message)s?)\s+(?:about|regarding|on|re|concerning|of)\s+(?P<topic>[^,.;:!?]+)",
     re.IGNORECASE,
 )
-_FINE_NOW = re.compile(r"\b(?:is|are|'s|'re)\s+(?:\w+\s+)?(?:fine|ok|okay|good|allowed)\s+(?:now|again)\b",
-                       re.IGNORECASE)
+_FINE_NOW = re.compile(r"\b(?:is|are|'s|'re)\s+(?:\w+\s+)?(?:fine|ok|okay|good|allowed|grand)\s+(?:[\w ]{0,30}?\s)?"
+                       r"(?:now|again|after all)\b", re.IGNORECASE)
 
 
 def lower_first(text: str) -> str:
@@ -98,19 +98,22 @@ _NO_LONGER = re.compile(r"\b(?:don't|do not|dont|no longer|won't|will not)\s+(?:
 
 # "forget the plain-language rule", "drop the bullet point thing", "stop with the analogies",
 # "ignore the five-bullet cap", "that 7am start thing is dead".
-_THE_RULE = re.compile(r"\b(?:forget|ignore|disregard|drop|scrap|ditch|skip|lose)\s+(?:about\s+)?(?:the|that|my)\s+"
-                       r"(?P<topic>[\w' -]+?)\s+(?:rule|thing|cap|limit|request|instruction|preference|point|bit|stuff|"
-                       r"habit|policy|plan|idea)s?\b", re.IGNORECASE)
+_RULE_NOUNS = r"(?:rule|thing|cap|limit|ban|request|instruction|preference|point|bit|stuff|habit|policy|plan|idea|decision|switch)"
+_THE_RULE = re.compile(r"\b(?:forget|ignore|disregard|drop|scrap|scratch|ditch|skip|lose|cancel|kill)\s+(?:about\s+)?"
+                       rf"(?:the|that|my)\s+(?P<topic>[\w' -]+?)\s+{_RULE_NOUNS}s?\b|"
+                       rf"\blet (?:the|that|my)\s+(?P<let>[\w' -]+?)\s+{_RULE_NOUNS}\s+go\b", re.IGNORECASE)
 _STOP_WITH = re.compile(r"\bstop with (?:the|all the|your)\s+(?P<topic>[\w' -]+?)(?=\s+(?:now|already|please|pls)\b|[,.;!?]|$)",
                         re.IGNORECASE)
-_IS_OVER = re.compile(r"\b(?:the|that|my|our)\s+(?P<topic>[\w' -]+?)\s+(?:thing|rule|plan|idea)\s+is\s+"
-                      r"(?:dead|over|off|cancelled|canceled|gone|done|finished)\b", re.IGNORECASE)
+_IS_OVER = re.compile(rf"\b(?:the|that|my|our)\s+(?P<topic>[\w' -]+?)\s+{_RULE_NOUNS}\s+(?:is|'s)\s+"
+                      r"(?:(?:now\s+)?(?:dead|over|off|cancelled|canceled|gone|done|finished|retired|lifted))\b|"
+                      rf"\b(?:the|that|my|our)\s+(?P<moot>[\w' -]+?)\s+{_RULE_NOUNS}\s+(?:doesn't|does not|don't) matter\b",
+                      re.IGNORECASE)
 
 
 def _retracted_topic(sent: Span) -> str | None:
     for pattern in (_RETRACTION, _THE_RULE, _STOP_WITH, _IS_OVER):
         if (m := pattern.search(sent.text)) is not None:
-            return m["topic"]
+            return next(g for g in m.groups() if g)
     if (m := _NO_LONGER.search(sent.text)) is not None:
         return m["topic"]
     if _FORGET_THAT.search(sent.text) and (about := _ABOUT.search(sent.doc.text)) is not None:
@@ -190,7 +193,8 @@ def _imperative(verb: Token) -> bool:
         verb.head.tag_ == "VB" or verb.dep_ != "conj")
 
 
-_LEAD_IN = word_set("and but so then also just please kindly always never do n't not now")
+_LEAD_IN = word_set("and but so then also just please kindly always never do n't not now honestly actually seriously "
+                    "really ok okay oh btw right yeah yes pls plz hey alright anyway")
 
 
 def _clause_initial(verb: Token) -> bool:
@@ -336,7 +340,8 @@ _OWN_STATEMENT = re.compile(r"^(?:\w+\s+)?(?:i|we)\b(?!'d rather)", re.IGNORECAS
 _CONDITION = re.compile(r"^(?:if|unless|when|whenever|once)\s+(?:i|we)\b", re.IGNORECASE)
 _RATHER = re.compile(r"\bi(?:'d| would) rather (?:you )?(?P<what>.+)", re.IGNORECASE)
 _FINE_FRAGMENT = re.compile(r"^(?P<what>[\w' -]+?)\s+(?:is|are|'s|'re)\s+(?:\w+\s+)?"
-                            r"(?:fine|ok|okay|good|allowed)\s+(?:now|again)\b", re.IGNORECASE)
+                            r"(?:fine|ok|okay|good|allowed|grand)\s+(?:[\w ]{0,30}?\s)?(?:now|again|after all)\b",
+                            re.IGNORECASE)
 _BEST_FRAGMENT = re.compile(r"^(?:but |and |so |tbh |honestly )?(?P<what>[\w' -]+?)\s+(?:is|are|'s|'re|works?)\s+"
                             r"(?:\w+\s+)?(?:best|better|easiest|easier|preferred|ideal)\b", re.IGNORECASE)
 _FRAGMENT_MARKERS = ("please", "always", "never", "from now", "going forward", "in future", "again")
