@@ -43,3 +43,24 @@ def test_two_known_subjects_never_replace_each_other() -> None:
 def test_a_note_of_the_same_message_is_not_replaced() -> None:
     same = [note(NoteKind.fact, "Works at Infosys", "fact:work_at", source="ep9")]
     assert named_old(NoteKind.fact, "fact:x", "Left Infosys", "left infosys", same, "ep9") is None
+
+
+def test_a_retraction_names_the_closest_note_not_any_sharing_a_word() -> None:
+    from hippograph.note_changes import retracted
+    from hippograph.vectors.embedders import OnnxMiniLMEmbedder
+
+    notes = [note(NoteKind.fact, "Owns a little yoga studio called Saltwater Yoga", "fact:own:studio"),
+             note(NoteKind.decision, "Has decided to drop hot yoga from the schedule", "decision:drop:hot yoga"),
+             note(NoteKind.preference, "Wants the assistant to keep your replies short", "preference:answer_length")]
+    embed = OnnxMiniLMEmbedder().embed
+    assert [n.slot for n in retracted("hot yoga", notes, embed)] == ["decision:drop:hot yoga"]
+    assert [n.slot for n in retracted("to keep things brief", notes, embed)] == ["preference:answer_length"]
+    assert retracted("weekly digest", notes, embed) == []
+    # without an embedder: the notes sharing the most words, at least half of the topic's
+    assert [n.slot for n in retracted("hot yoga", notes)] == ["decision:drop:hot yoga"]
+
+
+def test_a_word_said_in_passing_names_no_old_value() -> None:
+    grams = [note(NoteKind.preference, "Wants all weights in grams", "preference:do:weight")]
+    assert named_old(NoteKind.preference, "preference:answer_length", "Wants short replies",
+                     "keep your replies short, I'm reading with flour all over my hands", grams, "ep9") is None
