@@ -283,7 +283,8 @@ KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": 
 # "working in Infosys" / "took a job with Acme" is the employer.
 PLACE_KEY = re.compile(r"(?:be|be_base|base|be_locate|live|live_[a-z]+|move|relocate|settle|stay)_(?:in|to)")
 _EMPLOYER_KEY = re.compile(r"be_(?:at|with)|be_employ_(?:at|by)|work(?:_[a-z]+)?_(?:at|for|in|with)|start_(?:at|with)|"
-                           r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)|(?:take|land|get)_at")
+                           r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)|(?:take|land|get)_at|"
+                           r"(?:move|switch|go)(?:_over|_across)?_to")  # "moved over to Macalester"
 
 
 def _typed_key(key: str, obj_type: str, obj: str = "") -> str:
@@ -331,7 +332,7 @@ def fact_slot(key: str, obj: str, past: bool, obj_type: str = "") -> str:
         return "fact:title"
     if key.split("_")[0] in ("start", "work", "join") and key.endswith("_as"):
         return "fact:title"  # "started as rooms division manager", "joined as a lead designer"
-    typed = canonical != key and key.split("_")[0] in ("start", "join", "take", "land", "get")
+    typed = canonical != key and key.split("_")[0] in ("start", "join", "take", "land", "get", "move", "switch")
     if canonical in SINGLE_VALUED and (not past or key in TENSELESS or typed):
         return f"fact:{canonical}"
     return f"fact:{canonical}:{slug(obj)}"
