@@ -127,8 +127,10 @@ def _lasting(verb: Token, frame: Frame, subject: Token, slot: str) -> bool:
     home = slot == "fact:live_in" or bool(PLACE_KEY.fullmatch(frame.key))  # "we moved house, we're in Bend"
     if slot.count(":") == 1 or home:
         return home or subject.lower_ not in ("we", "us")
-    if subject.lower_ in ("we", "us") or lemma(verb) in _REQUEST_VERBS or frame.obj.lower_ in _POINTING:
-        return False
+    pointing = frame.obj.lower_ in _POINTING or (frame.ref is not None and frame.ref.type != "Location" and any(
+        c.dep_ == "dobj" and c.lower_ in _POINTING for c in verb.children))  # but "I run it from Istanbul"
+    if subject.lower_ in ("we", "us") or lemma(verb) in _REQUEST_VERBS or pointing:
+        return False  # "I read them between meetings": about what only the conversation names
     if any(c.dep_ == "poss" and c.lower_ in ("her", "his", "their") for c in frame.obj.children):
         return False  # "I'm covering her calendar": about her
     if frame.ref is not None and frame.ref.type == "Date":

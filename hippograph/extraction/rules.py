@@ -303,7 +303,7 @@ UNIT_NOUNS = word_set("team squad department dept group ward unit division desk 
 # A person's role is an agent noun: "a staff nurse", "the Guardian's correspondent", "CTO".
 _AGENT = re.compile(r"(?:[a-z]{2,}(?:er|or|ist|ista|ian|ant|ent|ee|eer|ive|ic|yst|ect|eon)|[A-Z]{2,4})$")
 _ROLE_WORDS = word_set("nurse chef cook coach pilot vet clerk intern postdoc medic nanny midwife sparky tradie "
-                       "mum mom dad parent associate graduate candidate")
+                       "mum mom dad parent associate graduate candidate dev eng swe sde rep exec tech prof")
 
 
 def is_role_noun(word: str) -> bool:
