@@ -81,8 +81,8 @@ def _replacement(m: re.Match[str], at: datetime) -> str:
 
 
 def resolve_in_text(text: str, at: datetime) -> str:
-    """Every relative date of the text made absolute: 'Started at Lumo last month' said on 8 July 2024
-    -> 'Started at Lumo in June 2024'."""
+    """Every relative date of the text made absolute: 'Started at Globex last month' said on 8 July 2024
+    -> 'Started at Globex in June 2024'."""
     return _RELATIVE.sub(lambda m: _replacement(m, at), text)
 
 
@@ -95,7 +95,7 @@ _SINCE = re.compile(r"\b(?:since|starting|as of|from)\s+(?P<phrase>(?:the (?:sta
 
 def when_said(note: str, message: str, at: datetime) -> str:
     """The note with the date the message gives for it when the note itself has none: "took a staff
-    job at LinguaBridge, so no more freelancing from this month" said in December 2024 -> "... since
+    job at Initech, so no more freelancing from this month" said in December 2024 -> "... since
     December 2024"; "moved here two weeks ago" -> "... in November 2024"."""
     if _ABSOLUTE.search(note):
         return note

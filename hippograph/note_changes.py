@@ -28,10 +28,10 @@ def _stems(text: str) -> set[str]:
 def retracted(topic: str, current: Sequence[Note], embed: Embed | None = None) -> list[Note]:
     """The current notes a retraction names. Candidates share a content word with its topic (compared
     on the first five letters, so 'tables' names 'table' and 'deploys' names 'deploy'). With an embedder
-    the one closest in meaning goes ("you don't need to keep things brief anymore" retires "keep your
+    the one closest in meaning goes ("you don't need to keep it brief anymore" retires "keep your
     replies short"); without one, those sharing the most words, at least half of the topic's. Either way
-    'scratch the hot yoga decision' retires the decision about hot yoga, not the yoga studio the user
-    owns."""
+    'scratch the late pizza night plan' retires the plan about pizza nights, not the note that the user
+    runs a pizza place."""
     words = _stems(topic)
     candidates = [n for n in current if words & _stems(n.text)] if words else []
     if not candidates:
@@ -70,7 +70,7 @@ def revision_kind(slot: str) -> NoteKind | None:
     return NoteKind(kind) if kind in {k.value for k in NoteKind} else None
 
 
-# "left infosys, been at paytrail", "moved all my jobs over to tradify, servicem8 is gone", "Linear instead
+# "left acme, been at initech", "moved all my invoices over to Xero, QuickBooks is gone", "Linear instead
 # of Jira", "not checkout anymore": a message that states a new note and names the old one's value in
 # words of change replaces that note, however differently the two are worded.
 _CHANGE = re.compile(r"\b(?:instead|anymore|any more|no longer|switch\w*|mov(?:e|ed|ing)|chang\w*|left|leav\w*|"
@@ -106,7 +106,7 @@ def named_old(kind: NoteKind, slot: str, text: str, message: str, current: Seque
               episode_id: str) -> Note | None:
     """The current note of this kind whose own words the message names in a change ("left X", "X is
     gone", "Y instead of X"), when the message states `text`; none when the message speaks of no change.
-    Two known subjects never replace each other: 'call me Segun, not Olusegun' leaves the wish for texts
+    Two known subjects never replace each other: 'call me Sam, not Samantha' leaves the wish for texts
     over calls alone."""
     if not _CHANGE.search(message):
         return None

@@ -144,7 +144,7 @@ def _lasting(verb: Token, frame: Frame, subject: Token, slot: str) -> bool:
 def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subject: Token,
                said_apart: frozenset[int] = frozenset()) -> Draft | None:
     """'I live in Seattle' -> fact:live_in; 'I have a dog' -> fact:have:dog; negations keep the slot.
-    `said_apart`: tokens other notes of the clause already say ('at Korle Bu' is the employer's note), left
+    `said_apart`: tokens other notes of the clause already say ('at St Mary's' is the employer's note), left
     out of this one so that each changes on its own."""
     frame = next((f for f in frames if f.ref is not None and f.ref.name != f.subject.name), None)
     if frame is None or frame.ref is None:
@@ -155,6 +155,6 @@ def _fact_note(verb: Token, frames: list[Frame], sent: Span, negated: bool, subj
     if (negated or frame.negated) and slot.count(":") == 1 and not retracts(sent):
         return None  # "I don't live in Paris" says nothing about where the user lives
     arguments = argument_tokens(verb)
-    if slot == "fact:title":  # "a nurse at Korle Bu": the employer has a note of its own
+    if slot == "fact:title":  # "a nurse at St Mary's": the employer has a note of its own
         arguments = [t for t in arguments if t.i not in said_apart] or arguments
     return NoteKind.fact, render(head_tokens(verb) + arguments), slot

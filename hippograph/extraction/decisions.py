@@ -1,6 +1,6 @@
-"""Decisions said the way people announce them: "decision made: thesis gets written in LaTeX", "so
-Qualtrics it is", "we're going all in on LinkedIn, that's the plan, locked", "we killed the 5-step
-onboarding, going with a single-screen signup instead. final", "we've settled on 30 minutes a night".
+"""Decisions said the way people announce them: "decision made: the report goes out on Fridays", "so
+Postgres it is", "we're going all in on video, that's the plan", "we dropped the beta, going with a
+waitlist instead. final", "we've settled on two releases a month", "from May I'm only taking remote work".
 
 A message marked as a decision by such words states the decision in the user's (or their team's) own
 clause next to the marker; the note keeps that clause, in the third person. A decision that names the
@@ -19,9 +19,10 @@ from hippograph.models import NoteKind
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span
 
-# Words that mark what is said as settled (a marker alone, "final.", states nothing by itself).
+# When a plan starts: "from April", "starting next month", "from 2025".
 _WHEN = (r"(?:next \w+|this \w+|\d{4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|mon\w*|tue\w*|"
          r"wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|today|tomorrow)")
+# Words that mark what is said as settled (a marker alone, "final.", states nothing by itself).
 _MARKED = re.compile(
     r"\b(?:decided|decision(?: is|'s)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
     r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"

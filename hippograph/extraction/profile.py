@@ -95,7 +95,7 @@ def self_intro_notes(sent: Span) -> list[tuple[Draft, Token]]:
     return out
 
 
-# "Kavya's my manager now", which the parser often reads as a possessive.
+# "Dana's my manager now", which the parser often reads as a possessive.
 _NAMED_MINE = re.compile(r"\b(?P<name>[A-Z][\w-]+(?: [A-Z][\w-]+)?)(?:'s| is)\s+(?:now\s+)?my\s+(?:new\s+)?(?:line\s+)?"
                          r"(?:manager|boss|supervisor)\b")
 
@@ -115,7 +115,7 @@ def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
             attr = next((c for c in verb.children if c.dep_ == "attr" and c.pos_ == "PROPN"), None)
             role = next((c for c in verb.children if c.dep_ == "attr" and c.lemma_.lower() in MANAGERS), None)
             if subj is not None and subj.pos_ == "PROPN" and role is not None and \
-                    any(c.lower_ == "my" for c in role.children):  # "Kavya's my manager now"
+                    any(c.lower_ == "my" for c in role.children):  # "Dana's my manager now"
                 out.append(((NoteKind.fact, f"Manager is {_name(subj)}", "fact:manager"), verb))
                 continue
             if subj is None or attr is None:
@@ -132,7 +132,7 @@ def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
             who = next((c for c in to.children if c.dep_ == "pobj"), None) if to else None
             if who is not None and who.pos_ != "PROPN":  # "reporting into our CEO, Mark"
                 who = next((c for c in who.children if c.dep_ == "appos" and c.pos_ == "PROPN"), None)
-            # "I report to Anne", and in an introduction "..., reporting to Rohit"
+            # "I report to Anne", and in an introduction "..., reporting to Lena"
             mine = subj is not None and subj.lower_ == "i" or subj is None and verb.tag_ == "VBG" and any(
                 t.dep_ == "nsubj" and t.lower_ == "i" for t in sent)
             if mine and who is not None:

@@ -279,12 +279,12 @@ KEY_ALIASES = {"move_to": "live_in", "relocate_to": "live_in", "be_manager_of": 
 
 
 # A predicate's verb and preposition with the object's type name a slot whatever the verb's wording:
-# "I'm in Bergen" / "based in Lyon" / "settled in Porto" are where the user lives, "I'm at Nordpay" /
-# "working in Infosys" / "took a job with Acme" is the employer.
+# "I'm in Leeds" / "based in Lyon" / "settled in Porto" are where the user lives, "I'm at Globex" /
+# "working in Initech" / "took a job with Acme" is the employer.
 PLACE_KEY = re.compile(r"(?:be|be_base|base|be_locate|live|live_[a-z]+|move|relocate|settle|stay)_(?:in|to)")
 _EMPLOYER_KEY = re.compile(r"be_(?:at|with)|be_employ_(?:at|by)|work(?:_[a-z]+)?_(?:at|for|in|with)|start_(?:at|with)|"
                            r"(?:take|get|start|land)_(?:job|position|role|post)_(?:at|with)|(?:take|land|get)_at|"
-                           r"(?:move|switch|go)(?:_over|_across)?_to")  # "moved over to Macalester"
+                           r"(?:move|switch|go)(?:_over|_across)?_to")  # "moved over to Globex"
 
 
 def _typed_key(key: str, obj_type: str, obj: str = "") -> str:

@@ -78,7 +78,7 @@ class _Reader:
             return  # "ignore what I said about X, we have rollbacks now": the reason is no note
         if self.at is not None:
             text = resolve_in_text(note.text, self.at)
-            if note.slot in _DATED_SLOTS:  # "started at Lumo" said with "two weeks ago": when it began
+            if note.slot in _DATED_SLOTS:  # "started at Globex" said with "two weeks ago": when it began
                 text = when_said(text, self.doc.text, self.at)
             note = note.model_copy(update={"text": text})
         self.out.note(note)
@@ -142,7 +142,7 @@ class _Reader:
             drafts += found_revisions
             if not any(k == NoteKind.decision for k, _, _ in drafts) and \
                     (decided := decisions.stated_decision(self.doc)) is not None:
-                self.claimed.update(t.i for t in self.doc)  # "we're settling Alvarez": the decision, no fact
+                self.claimed.update(t.i for t in self.doc)  # "we're settling the case": the decision, no fact
                 drafts.append(decided)
         drafts = instructions.fold_orders(drafts)
         for kind, text, slot in drafts:

@@ -1,5 +1,5 @@
-"""The subject people leave out when they write about themselves: "moved to Trondheim last week",
-"update: left infosys, been at paytrail for ten days now", "Started at Lumo Bank in May". In a user's
+"""The subject people leave out when they write about themselves: "moved to Leeds last week",
+"update: left acme, been at initech for ten days now", "Started at Globex in May". In a user's
 message a clause that opens with a past-tense verb and has no subject is the user's own statement; the
 parser reads it right only once the "I" is back, so the message is parsed again with it restored.
 """
@@ -42,7 +42,7 @@ _ROLE_PREPS = word_set("at in on for with from based")
 
 def _intro_start(doc: Doc) -> int | None:
     """Where a self-introduction without its 'I'm' starts: 'yo. gameplay programmer at a studio in
-    montreal', 'Freelance journalist based in Madrid', 'CPA here, tax manager at a regional firm'."""
+    leeds', 'Freelance editor based in Lyon', 'nurse here, on nights at the county hospital'."""
     i = 0
     while i < len(doc) and (doc[i].lower_ in _GREETINGS or doc[i].is_punct or doc[i].pos_ == "INTJ"):
         i += 1
@@ -63,7 +63,7 @@ def _intro_start(doc: Doc) -> int | None:
 
 def restore_subjects(doc: Doc) -> str | None:
     """The message with 'I' put back before each subjectless past-tense clause, or None when it has none.
-    A clause after a comma counts only in a chain of them ("left infosys, been at paytrail")."""
+    A clause after a comma counts only in a chain of them ("left acme, been at initech")."""
     out: list[str] = []
     changed, chain = False, False
     intro = _intro_start(doc)
