@@ -16,7 +16,7 @@ def note(kind: NoteKind, text: str, slot: str, source: str = "ep1") -> Note:
 
 
 CURRENT = [note(NoteKind.decision, "Decided to track bugs in Jira", "decision:track:bug"),
-           note(NoteKind.fact, "Works at Infosys", "fact:work_at"),
+           note(NoteKind.fact, "Works at Acme", "fact:work_at"),
            note(NoteKind.preference, "Wants the assistant to text them, not call", "preference:contact_channel")]
 
 
@@ -24,8 +24,8 @@ def test_the_old_value_named_in_a_change_is_replaced() -> None:
     old = named_old(NoteKind.decision, "decision:go_with:linear", "Decided to go with Linear",
                     "we went with Linear instead of Jira after all", CURRENT, "ep9")
     assert old is not None and old.text == "Decided to track bugs in Jira"
-    old = named_old(NoteKind.fact, "fact:be_at:paytrail", "Has been at Paytrail for ten days",
-                    "left infosys, been at paytrail for ten days now", CURRENT, "ep9")
+    old = named_old(NoteKind.fact, "fact:be_at:initech", "Has been at Initech for two weeks",
+                    "quick update, left acme, been at initech two weeks now", CURRENT, "ep9")
     assert old is not None and old.slot == "fact:work_at"
 
 
@@ -36,28 +36,28 @@ def test_no_change_words_or_another_kind_replace_nothing() -> None:
 
 
 def test_two_known_subjects_never_replace_each_other() -> None:
-    assert named_old(NoteKind.preference, "preference:name", "Wants to be called Segun",
-                     "Please call me Segun, not Olusegun", CURRENT, "ep9") is None
+    assert named_old(NoteKind.preference, "preference:name", "Wants to be called Sam",
+                     "Please call me Sam, not Samantha", CURRENT, "ep9") is None
 
 
 def test_a_note_of_the_same_message_is_not_replaced() -> None:
-    same = [note(NoteKind.fact, "Works at Infosys", "fact:work_at", source="ep9")]
-    assert named_old(NoteKind.fact, "fact:x", "Left Infosys", "left infosys", same, "ep9") is None
+    same = [note(NoteKind.fact, "Works at Acme", "fact:work_at", source="ep9")]
+    assert named_old(NoteKind.fact, "fact:x", "Left Acme", "left acme", same, "ep9") is None
 
 
 def test_a_retraction_names_the_closest_note_not_any_sharing_a_word() -> None:
     from hippograph.note_changes import retracted
     from hippograph.vectors.embedders import OnnxMiniLMEmbedder
 
-    notes = [note(NoteKind.fact, "Owns a little yoga studio called Saltwater Yoga", "fact:own:studio"),
-             note(NoteKind.decision, "Has decided to drop hot yoga from the schedule", "decision:drop:hot yoga"),
+    notes = [note(NoteKind.fact, "Runs a small pizza place in Leith", "fact:run:pizza place"),
+             note(NoteKind.decision, "Decided to stop the late pizza nights", "decision:stop:pizza night"),
              note(NoteKind.preference, "Wants the assistant to keep your replies short", "preference:answer_length")]
     embed = OnnxMiniLMEmbedder().embed
-    assert [n.slot for n in retracted("hot yoga", notes, embed)] == ["decision:drop:hot yoga"]
-    assert [n.slot for n in retracted("to keep things brief", notes, embed)] == ["preference:answer_length"]
+    assert [n.slot for n in retracted("late pizza night", notes, embed)] == ["decision:stop:pizza night"]
+    assert [n.slot for n in retracted("to keep it brief", notes, embed)] == ["preference:answer_length"]
     assert retracted("weekly digest", notes, embed) == []
     # without an embedder: the notes sharing the most words, at least half of the topic's
-    assert [n.slot for n in retracted("hot yoga", notes)] == ["decision:drop:hot yoga"]
+    assert [n.slot for n in retracted("late pizza night", notes)] == ["decision:stop:pizza night"]
 
 
 def test_a_word_said_in_passing_names_no_old_value() -> None:
