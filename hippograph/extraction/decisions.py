@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from hippograph.extraction.revisions import in_third_person
 from hippograph.extraction.rules import Draft, is_first_person, is_question, slug
 from hippograph.models import NoteKind
 
@@ -39,14 +40,7 @@ _IT_IS = re.compile(r"(?:^|[,;:.!]\s*|\bso\s+|\bthen\s+)(?P<what>[\w][\w .&'+-]{
 _OWN = re.compile(r"\b(?:we|i|we've|i've|we're|i'm|we'll|i'll|our|my|me|us)\b", re.IGNORECASE)
 _ONLY_MARKER = re.compile(r"^\W*(?:ok|okay|so|right|and|yes)?\W*(?:it's |that's )?(?:final|decided|locked|settled|"
                           r"that settles it|that's the plan|decision made)\W*(?:locked|final)?\W*$", re.IGNORECASE)
-_SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them", "we": "they", "i'm": "they're",
-         "we're": "they're", "i've": "they've", "we've": "they've", "i'll": "they'll", "we'll": "they'll"}
 _LEAD = re.compile(r"^(?:ok(?:ay)?|so|right|well|and|but|ugh|yeah|alright)\b[\s,]*", re.IGNORECASE)
-
-
-def _third_person(text: str) -> str:
-    return re.sub(r"\b(i'm|we're|i've|we've|i'll|we'll|my|our|me|us|i|we)\b",
-                  lambda m: _SWAP[m.group(1).lower()], text, flags=re.IGNORECASE)
 
 
 def _clause(sent: Span) -> str:
@@ -67,7 +61,7 @@ def stated_decision(doc: Doc) -> Draft | None:
         what = re.sub(r"^(?:so|then|ok|okay)\s+", "", it_is["what"].strip(), flags=re.IGNORECASE)
         if re.search(r"\b(?:it|what|that|this|there|who|how)\b", what, re.IGNORECASE):
             return None  # "it is what it is"
-        return NoteKind.decision, f"Decided: {_third_person(what)}", f"decision:chose:{slug(what)}"
+        return NoteKind.decision, f"Decided: {in_third_person(what)}", f"decision:chose:{slug(what)}"
     if not any(_MARKED.search(s.text) for s in sents):
         return None
     said = [s for s in sents if not _ONLY_MARKER.match(s.text.strip()) and (
@@ -75,7 +69,7 @@ def stated_decision(doc: Doc) -> Draft | None:
         or re.match(r"^(?:ok\W+|so\W+)?going with\b", _clause(s), re.IGNORECASE))]  # "going with X, no more Y"
     if not said:
         return None
-    text = "; ".join(_third_person(_clause(s)) for s in said[:2])
+    text = "; ".join(in_third_person(_clause(s)) for s in said[:2])
     if len(text) > 200:
         text = text[:200].rsplit(" ", 1)[0]
     return NoteKind.decision, f"Decided: {text}", f"decision:said:{slug(text)[:60]}"

@@ -31,13 +31,15 @@ _MADE_ME = re.compile(r"\b(?:they|she|he|we)(?:'ve| have)?\s+(?:made|named|appoi
 _GOT_POST = re.compile(r"(?:^|[.!?]\s+|\b(?:i|i've|finally|just)\s+)(?:got|landed)\s+my\s+"
                        r"(?!(?:old|new|first|dream|staff|full-time|part-time)\b)(?P<title>[\w&/ -]{2,40}?)\s+"
                        r"(?P<what>post|role|position)\b", re.IGNORECASE)  # "fwiw got my registrar post"
-_SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them"}
+_SWAP = {"my": "their", "our": "their", "me": "them", "i": "they", "us": "them", "we": "they"}
 
 
-def _swap(text: str) -> str:
+def in_third_person(text: str) -> str:
+    """The user's words about themselves as a note says them: "I'm moving our backups" -> "they're
+    moving their backups"."""
     text = re.sub(r"\b(?:i|we)'(m|re)\b", "they're", text.strip(), flags=re.IGNORECASE)
     text = re.sub(r"\b(?:i|we)'(ve|ll|d)\b", lambda m: f"they'{m.group(1)}", text, flags=re.IGNORECASE)
-    return re.sub(r"\b(my|our|me|i|us)\b", lambda m: _SWAP[m.group(1).lower()], text, flags=re.IGNORECASE)
+    return re.sub(r"\b(my|our|me|i|us|we)\b", lambda m: _SWAP[m.group(1).lower()], text, flags=re.IGNORECASE)
 
 
 def _when(text: str) -> str:
@@ -50,20 +52,20 @@ def revision_notes(text: str, has_preference: bool) -> list[Draft]:
     out: list[Draft] = []
     change = _CHANGE.search(text)
     if change is not None and not has_preference and change["what"].strip():
-        about = f" on {_swap(change['about'])}" if change["about"] else ""
-        what = _swap(change["what"])
+        about = f" on {in_third_person(change['about'])}" if change["about"] else ""
+        what = in_third_person(change["what"])
         out.append((NoteKind.decision, f"Decided{about}: {what}", f"{REVISE}decision:decision:{slug(what)}"))
     if (switch := _SWITCH.search(text)) is not None:
         ours = switch["poss"].lower() == "our" or bool(switch["owner"]) or (switch["who"] or "").lower() in ("we", "we've")
         kind = NoteKind.decision if ours else NoteKind.fact
-        owner = " ".join(_swap(w) for w in (switch["poss"], (switch["owner"] or "").strip()) if w)
+        owner = " ".join(in_third_person(w) for w in (switch["poss"], (switch["owner"] or "").strip()) if w)
         note = f"Switched {owner} {switch['what']} to {switch['to'].strip()}"
         out.append((kind, note, f"{REVISE}{kind.value}:{kind.value}:switch:{slug(switch['what'])}"))
     if (went := _WENT_WITH.search(text)) is not None:
         what = went["what"].strip()
-        out.append((NoteKind.decision, f"Went with {_swap(what)}", f"decision:go_with:{slug(what)}"))
+        out.append((NoteKind.decision, f"Went with {in_third_person(what)}", f"decision:go_with:{slug(what)}"))
     if not out and _DECIDED.search(text) and (agreed := _AGREED.search(text)) is not None:
-        what = _swap(agreed["what"])
+        what = in_third_person(agreed["what"])
         out.append((NoteKind.decision, f"Decided: {what}", f"{REVISE}decision:decision:{slug(what)}"))
     if (post := _GOT_POST.search(text)) is not None:
         out.append((NoteKind.fact, f"Got the {post['title'].strip()} {post['what'].lower()}{_when(text)}", "fact:title"))
