@@ -200,7 +200,8 @@ _LEAD_IN = word_set("and but so then also just please kindly always never do n't
 def _clause_initial(verb: Token) -> bool:
     """A bare verb opening its sentence or a piece after ';' or ':' ('And leave the counts out; ...'),
     whatever the parser hung it on."""
-    if verb.tag_ != "VB" and not (verb.tag_ == "VBP" and any(c.lower_ == "never" for c in verb.children)):
+    if verb.tag_ != "VB" and not (verb.tag_ == "VBP" and any(c.lower_ in ("never", "always", "please", "just")
+                                                             for c in verb.children)):
         return False
     if any(c.dep_ == "mark" for c in verb.children):
         return False
@@ -288,6 +289,32 @@ def _slot(topic: str | None, verb: Token, tokens: list[Token]) -> str:
     return f"preference:do:{objects[0].lemma_.lower() if objects else lemma(verb)}"
 
 
+def _wish_for_everything(tok: Token, low: str) -> Draft | None:
+    """'I want everything in markdown tables', 'anything you write for parents should sound warm': a
+    wish about all the answers, not one."""
+    subj = next((c for c in tok.children if c.dep_ == "nsubj"), None)
+    if subj is None:
+        return None
+    if lemma(tok) == "want" and subj.lower_ == "i":
+        obj = next((c for c in tok.children if c.dep_ == "dobj"), None)
+        words = _words([t for t in tok.subtree if t.i > tok.i])
+        lasting = any(m in low for m in _MARKERS)
+        if obj is not None and (lasting or (obj.lower_ in _EVERYTHING and topic_of(words) is not None)):
+            what = render([t for t in tok.subtree if t.i > tok.i and t.dep_ != "punct"], conjugate=False)
+            topic = topic_of(words)
+            return (NoteKind.preference, f"Wants {_swap(lower_first(what))}",
+                    f"preference:{topic}" if topic else f"preference:do:{obj.lower_}")
+    modal = any(c.dep_ == "aux" and c.lower_ in ("should", "must") for c in tok.children)
+    yours = any(t.lower_ in ("you", "u") for t in subj.subtree)
+    if modal and subj.lower_ in ("anything", "everything", "all") and yours:
+        rest = render([t for t in tok.subtree if t.i >= tok.i and t.dep_ not in ("punct", "aux")], conjugate=False)
+        words = _words(list(tok.subtree))
+        about = render(list(subj.subtree), conjugate=False)
+        return (NoteKind.preference, f"Wants {_swap(lower_first(about))} to {lower_first(rest)}",
+                f"preference:{topic_of(words) or 'do:' + slug(about)[:30]}")
+    return None
+
+
 def stated_preferences(sent: Span, claimed: set[int]) -> list[tuple[Draft, Token]]:
     """Statements rather than orders: 'CSV please', 'short answers pls', 'email is better for me than a
     call', 'I can't stand xlsx files', 'I prefer Word files', 'detailed explanations are fine now'."""
@@ -322,6 +349,8 @@ def stated_preferences(sent: Span, claimed: set[int]) -> list[tuple[Draft, Token
             elif _FINE_NOW.search(low) and comp.lower_ in ("fine", "ok", "okay", "good", "allowed"):
                 slot = f"preference:{topic}" if topic else f"preference:do:{subj.lemma_.lower()}"
                 out.append(((NoteKind.preference, f"Is fine with {subject} now", slot), tok))
+        elif (wish := _wish_for_everything(tok, low)) is not None:
+            out.append((wish, tok))
         elif lemma(tok) in _SENTIMENT_NEG and any(c.dep_ == "neg" for c in tok.children):
             subj = next((c for c in tok.children if c.dep_ == "nsubj"), None)
             obj = next((c for c in tok.children if c.dep_ == "dobj" and c.pos_ in ("NOUN", "PROPN")), None)

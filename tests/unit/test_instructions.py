@@ -252,3 +252,17 @@ def test_a_piece_of_work_asked_for_is_no_preference(extractor: SpacyExtractor, t
 
 def test_an_order_about_all_work_still_is(extractor: SpacyExtractor) -> None:
     assert [s for s in notes(extractor, "never draft anything longer than a page") if s.startswith("preference")]
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("always give me the sources at the end, I check them", "sources"),
+    ("for client decks I want everything in bullet points", "bullet"),
+    ("anything you send to the board should sound formal", "formal"),
+])  # fmt: skip
+def test_wishes_about_all_the_answers(extractor: SpacyExtractor, text: str, word: str) -> None:
+    found = [t for k, t in notes(extractor, text).values() if k == NoteKind.preference]
+    assert any(word in t for t in found), found
+
+
+def test_a_wish_for_one_piece_of_work_is_none(extractor: SpacyExtractor) -> None:
+    assert not [s for s in notes(extractor, "I want everything done by Friday") if s.startswith("preference")]
