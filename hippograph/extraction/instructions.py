@@ -264,8 +264,9 @@ def instruction_notes(sent: Span, question: bool, marked: bool) -> list[tuple[Dr
         topic = topic_of(words | ({"in"} if request or allowed else set()))
         if request or allowed:
             tokens = [t for t in tokens if t not in verb.children or t.dep_ not in ("aux", "nsubj")]
+            pointed = any(c.dep_ == "dobj" and c.lower_ in ("that", "it", "this", "these", "those") for c in verb.children)
             one_off = topic is None or (request and topic == "file_format" and lemma(verb) not in _COMMUNICATE)
-            if one_off and not lasting:
+            if (one_off and not lasting) or (request and pointed):  # "can you work that into the summary?"
                 continue  # "can u explain how to do a forecast in excel" asks for one answer, not a habit
         elif topic is None and not (lasting or lemma(verb) in _DIRECTIVE_VERBS or _about_everything(verb) or
                                     any(t.dep_ == "neg" for t in verb.children)):

@@ -200,10 +200,16 @@ _NON_ASSERTIVE = word_set("help want need ask make encourage suggest recommend h
                         "wonder doubt pretend expect")
 
 
+# "I've decided to get the cert this summer, can you make me a schedule?": a statement with a request
+# tagged on; what comes before the request is still said.
+_TAGGED_REQUEST = re.compile(r"^(?P<said>.+?)[,;]\s*(?:so\s+|and\s+)?(?:can|could|would|will)\s+(?:you|u)\b", re.IGNORECASE)
+
+
 def is_question(sent: Span) -> bool:
     text = sent.text.rstrip()
     if text.endswith("?"):
-        return True
+        said = _TAGGED_REQUEST.match(text)
+        return said is None or said["said"].split()[0].lower() in _WH or sent[0].pos_ == "AUX"
     if text.endswith(".") or len(sent) < 2:
         return False
     first = sent[0]

@@ -266,3 +266,10 @@ def test_wishes_about_all_the_answers(extractor: SpacyExtractor, text: str, word
 
 def test_a_wish_for_one_piece_of_work_is_none(extractor: SpacyExtractor) -> None:
     assert not [s for s in notes(extractor, "I want everything done by Friday") if s.startswith("preference")]
+
+
+def test_a_statement_with_a_request_tagged_on_is_still_said(extractor: SpacyExtractor) -> None:
+    found = [t for k, t in notes(extractor, "I've decided to take the PMP exam in June, can you make me a plan?").values()
+             if k == NoteKind.decision]
+    assert found and "PMP" in found[0] and "can you" not in found[0], found
+    assert not notes(extractor, "rates went up again today, can you work that into the summary?")
