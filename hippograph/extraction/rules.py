@@ -236,6 +236,8 @@ def is_irrealis(verb: Token) -> bool:
         own_subject = any(c.dep_ in ("nsubj", "nsubjpass", "aux") for c in tok.children)
         if tok.dep_ not in ("ccomp", "xcomp", "conj") or (tok.dep_ == "conj" and own_subject):
             return False
+        if tok.dep_ == "ccomp" and own_subject and tok.i < tok.head.i:
+            return False  # "I live in Oslo, can you recommend a dentist?": said first, not what is asked
         lets = lemma(tok.head) == "let" and any(c.dep_ == "nsubj" and c.lemma_ == "us" for c in tok.children)
         if tok.dep_ != "conj" and lemma(tok.head) in _NON_ASSERTIVE and not lets:
             return True

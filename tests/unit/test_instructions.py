@@ -273,3 +273,8 @@ def test_a_statement_with_a_request_tagged_on_is_still_said(extractor: SpacyExtr
              if k == NoteKind.decision]
     assert found and "PMP" in found[0] and "can you" not in found[0], found
     assert not notes(extractor, "rates went up again today, can you work that into the summary?")
+
+
+def test_a_fact_said_before_a_request(extractor: SpacyExtractor) -> None:
+    assert "Oslo" in notes(extractor, "I live in Oslo, can you recommend a dentist?")["fact:live_in"][1]
+    assert not [s for s in notes(extractor, "I hope you find a flat in Oslo") if s.startswith("fact")]
