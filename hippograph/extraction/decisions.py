@@ -26,7 +26,7 @@ _WHEN = (r"(?:next \w+|this \w+|\d{4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct
 # Words that mark what is said as settled (a marker alone, "final.", states nothing by itself).
 _MARKED = re.compile(
     r"\b(?:decided|decision(?: is|'s)? made|(?:it's|that's|is) (?:final|decided|settled|locked(?: in)?)|final(?: call| answer)?"
-    r"\s*[.!]*\s*$|locked(?: in)?\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
+    r"\s*[.!]*\s*$|(?:locked(?: in)?|committed)\s*[.!]*\s*$|that settles it|settled on|we(?:'re| are) settling|made the call|"
     r"(?:that's|that is) the plan|going (?:all in|ahead) (?:on|with)|(?:^|\W)(?:ok\s+|so\s+)?going with|"
     r"we(?:'re|'ve| are| have)?\b[^.;!?]*\binstead\b|changed (?:my|our) minds?|on second thought|"
     r"we(?:'re| are) (?:off|done with|moving off|dropping|ditching)\b|\bwill be\b[^.;!?]*\bfrom now on\b|"
@@ -38,7 +38,7 @@ _MARKED = re.compile(
 _CLAUSE_DECIDES = frozenset({"decide", "choose", "pick", "opt", "select"})  # the clause rules read these
 _IT_IS = re.compile(r"(?:^|[,;:.!]\s*|\bso\s+|\bthen\s+)(?P<what>[\w][\w .&'+-]{0,40}?)\s+it is\s*[.!]*\s*$", re.IGNORECASE)
 _OWN = re.compile(r"\b(?:we|i|we've|i've|we're|i'm|we'll|i'll|our|my|me|us)\b", re.IGNORECASE)
-_ONLY_MARKER = re.compile(r"^\W*(?:ok|okay|so|right|and|yes)?\W*(?:it's |that's )?(?:final|decided|locked|settled|"
+_ONLY_MARKER = re.compile(r"^\W*(?:ok|okay|so|right|and|yes)?\W*(?:it's |that's )?(?:final|decided|locked|settled|committed|"
                           r"that settles it|that's the plan|decision made)\W*(?:locked|final)?\W*$", re.IGNORECASE)
 _LEAD = re.compile(r"^(?:ok(?:ay)?|so|right|well|and|but|ugh|yeah|alright)\b[\s,]*", re.IGNORECASE)
 
@@ -55,7 +55,7 @@ def stated_decision(doc: Doc) -> Draft | None:
     """The decision a user message announces, or None."""
     sents = [s for s in doc.sents if not is_question(s)]
     if any(t.lemma_.lower() in _CLAUSE_DECIDES and any(c.dep_ == "nsubj" and is_first_person(c) for c in t.children)
-           for t in doc):
+           and any(c.dep_ in ("xcomp", "ccomp", "dobj", "prep") for c in t.children) for t in doc):
         return None  # "we decided to move the backlog to Jira": the clause's own decision note
     if (it_is := next((m for s in sents if (m := _IT_IS.search(s.text.strip()))), None)) is not None:
         what = re.sub(r"^(?:so|then|ok|okay)\s+", "", it_is["what"].strip(), flags=re.IGNORECASE)
@@ -66,7 +66,7 @@ def stated_decision(doc: Doc) -> Draft | None:
         return None
     said = [s for s in sents if not _ONLY_MARKER.match(s.text.strip()) and (
         _OWN.search(_clause(s)) or (":" in s.text and _MARKED.search(s.text.split(":", 1)[0]))
-        or re.match(r"^(?:ok\W+|so\W+)?going with\b", _clause(s), re.IGNORECASE))]  # "going with X, no more Y"
+        or re.search(r"\bgoing with\b", _clause(s), re.IGNORECASE))]  # "ok decided, going with X"
     if not said:
         return None
     text = "; ".join(in_third_person(_clause(s)) for s in said[:2])

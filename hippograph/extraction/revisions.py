@@ -15,8 +15,8 @@ from hippograph.note_changes import RETRACT, REVISE
 
 _CHANGE = re.compile(r"\bchange of plans?(?:\s+(?:on|for|about)\s+(?P<about>[^:,.!?]+))?\s*[:,-]?\s*"
                      r"(?:(?:i'm afraid|sorry|unfortunately|i fear|alas)\W+)*(?P<what>[^,.!?;]+)", re.IGNORECASE)
-_SWITCH = re.compile(r"(?:^|\b(?P<who>i|we|i've|we've|just|also|so|and)\s+)(?:have\s+)?(?:just\s+)?"
-                     r"(?P<verb>switched|moved|migrated|changed)\s+(?P<poss>my|our|the)(?P<owner>\s+[\w-]+'s)?\s+"
+_SWITCH = re.compile(r"(?:^|\b(?P<who>i|we|i've|we've|i'm|we're|just|also|so|and)\s+)(?:have\s+)?(?:just\s+)?"
+                     r"(?P<verb>switched|moved|migrated|changed|switching|moving|migrating)\s+(?P<poss>my|our|the)(?P<owner>\s+[\w-]+'s)?\s+"
                      r"(?P<what>[\w' -]+?)\s+(?:over\s+)?(?:from\s+[\w' .-]+?\s+)?to\s+(?P<to>[^,.!?;]+?)(?=\s+(?:and|but|because|so)\b|[,.!?;]|$)",
                      re.IGNORECASE)
 _WENT_WITH = re.compile(r"(?:^|[.!?]\s*|\b(?:ok|so|we|i)\s+)went with\s+(?P<what>[^,.!?;]+)", re.IGNORECASE)
@@ -56,7 +56,7 @@ def revision_notes(text: str, has_preference: bool) -> list[Draft]:
         what = in_third_person(change["what"])
         out.append((NoteKind.decision, f"Decided{about}: {what}", f"{REVISE}decision:decision:{slug(what)}"))
     if (switch := _SWITCH.search(text)) is not None:
-        ours = switch["poss"].lower() == "our" or bool(switch["owner"]) or (switch["who"] or "").lower() in ("we", "we've")
+        ours = switch["poss"].lower() == "our" or bool(switch["owner"]) or (switch["who"] or "").lower() in ("we", "we've", "we're")
         kind = NoteKind.decision if ours else NoteKind.fact
         owner = " ".join(in_third_person(w) for w in (switch["poss"], (switch["owner"] or "").strip()) if w)
         note = f"Switched {owner} {switch['what']} to {switch['to'].strip()}"

@@ -328,7 +328,10 @@ def fact_slot(key: str, obj: str, past: bool, obj_type: str = "") -> str:
         return "fact:manager"  # "I've got a new boss", "I have a new manager"
     moving = key.split("_")[0] in ("move", "switch", "transfer", "join")
     if last.lower() in UNIT_NOUNS and (moving or not past) and key.split("_")[-1] in ("on", "in", "to", "join"):
-        return "fact:team" if key.count("_") < 2 or moving else "fact:title"  # "a data analyst on the team"
+        if key.count("_") < 2 or moving:
+            return "fact:team"
+        if is_role_noun(key.split("_")[1]):
+            return "fact:title"  # "a data analyst on the growth team"
     if key == "be" and not past and is_role_noun(last) and obj_type not in ("Organization", "Location"):
         return "fact:title"
     canonical = KEY_ALIASES.get(key) or _typed_key(key, obj_type, obj)

@@ -30,6 +30,8 @@ def _opens_clause(doc: Doc, i: int) -> bool:
 def _subjectless_past(tok: Token) -> bool:
     if tok.tag_ not in ("VBD", "VBN") or not tok.is_alpha or tok.lower_ == tok.lemma_.lower():
         return False  # "Cut the em dashes", "Read this first": the same as the order, so maybe one
+    if all(t.is_punct or t.i == tok.i for t in tok.sent):
+        return False  # "committed." alone is a remark, not a statement with its subject left out
     if tok.i + 1 < len(tok.doc) and tok.doc[tok.i + 1].text in (":", "-", "—"):
         return False  # "Decided: ...", "Update - ...": a label, not a clause
     clause = tok if tok.dep_ not in ("amod", "compound") else tok.head
