@@ -21,6 +21,12 @@ _STOP = word_set("the a an my our your their of in on at to for with and or abou
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 
+def _similarities(embed: Embed, text: str, notes: Sequence[Note]) -> list[float]:
+    """The cosine of each note's text to `text` (the embedder's vectors are unit length)."""
+    vectors = embed([text, *(n.text for n in notes)])
+    return [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]]
+
+
 def _stems(text: str) -> set[str]:
     return {w[:5] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 2}
 
@@ -37,8 +43,7 @@ def retracted(topic: str, current: Sequence[Note], embed: Embed | None = None) -
     if not candidates:
         return []
     if embed is not None:
-        vectors = embed([topic, *(n.text for n in candidates)])
-        scores = [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]]
+        scores = _similarities(embed, topic, candidates)
         best = max(range(len(candidates)), key=lambda i: scores[i])
         return [candidates[best]] if scores[best] >= MIN_RETRACT_SIMILARITY else []
     shared = {n.id: len(words & _stems(n.text)) for n in candidates}
@@ -54,8 +59,7 @@ def revised(kind: NoteKind, text: str, current: Sequence[Note], embed: Embed | N
     if not same:
         return None
     if embed is not None:
-        vectors = embed([text, *(n.text for n in same)])
-        scores = [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]]
+        scores = _similarities(embed, text, same)
     else:
         words = _stems(text)
         scores = [len(words & _stems(n.text)) / max(1, len(words | _stems(n.text))) for n in same]

@@ -62,12 +62,13 @@ class NoteWriter:
     def __init__(self, graph: GraphStore, embedder: Embedder, profile: ProfileSettings) -> None:
         self.graph, self.embedder, self.profile = graph, embedder, profile
 
-    def _near_duplicate(self, user_id: str, n: ExtractedNote) -> Note | None:
+    @staticmethod
+    def _near_duplicate(n: ExtractedNote, current: list[Note]) -> Note | None:
         """A current note of the same kind that says nearly the same ("Works at Acme Corp" and "Works
         for Acme Corp now"): the new note replaces it instead of piling up next to it. Two notes of one
         message, or of two known subjects (the city and the job title), are two things said."""
         words = note_words(n.text)
-        for note in self.graph.list_notes(user_id):
+        for note in current:
             if note.kind != n.kind or n.episode_id in note.source_episode_ids or distinct_subjects(n.slot, note.slot):
                 continue
             if near_duplicates(words, note_words(note.text)):
@@ -88,12 +89,13 @@ class NoteWriter:
             if n.slot.startswith(RETRACT):
                 events += self._retract(user_id, n.slot[len(RETRACT):], at, stale, actor)
                 continue
+            now = self.graph.list_notes(user_id)  # the current notes, as the notes before this one left them
             if (kind := revision_kind(n.slot)) is not None:
-                old = revised(kind, n.text, self.graph.list_notes(user_id), self.embedder.embed)
+                old = revised(kind, n.text, now, self.embedder.embed)
                 n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
-            current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(user_id, n)
+            current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(n, now)
             if current is None and n.episode_id in texts:
-                said, now = texts[n.episode_id], self.graph.list_notes(user_id)
+                said = texts[n.episode_id]
                 current = named_old(n.kind, n.slot, n.text, said, now, n.episode_id) or \
                     role_changed(n.slot, said, now, n.episode_id)
             if current is not None and current.text.lower() == n.text.lower():
