@@ -202,7 +202,9 @@ _NON_ASSERTIVE = word_set("help want need ask make encourage suggest recommend h
 
 # "I've decided to get the cert this summer, can you make me a schedule?": a statement with a request
 # tagged on; what comes before the request is still said.
-_TAGGED_REQUEST = re.compile(r"^(?P<said>.+?)[,;]\s*(?:so\s+|and\s+)?(?:can|could|would|will)\s+(?:you|u)\b", re.IGNORECASE)
+_REQUEST = r"[,;]\s*(?:so\s+|and\s+)?(?:can|could|would|will)\s+(?:you|u)\b"
+_TAGGED_REQUEST = re.compile(rf"^(?P<said>.+?){_REQUEST}", re.IGNORECASE)
+REQUEST_TAIL = re.compile(rf"{_REQUEST}.*$", re.IGNORECASE)  # what to cut from a note: ", can you make me a plan"
 
 
 def is_question(sent: Span) -> bool:

@@ -55,7 +55,6 @@ _ABSOLUTE_DATE = re.compile(  # dates worth a node: "May 5", "2019", "5/12"; not
     r"mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b",
     re.IGNORECASE,
 )
-_REQUEST_TAIL = re.compile(r"[,;]\s*(?:so\s+|and\s+)?(?:can|could|would|will)\s+(?:you|u)\b.*$", re.IGNORECASE)
 # The user's changing situation: a note of these says since when, if the message says it.
 _DATED_SLOTS = frozenset({"fact:work_at", "fact:live_in", "fact:title", "fact:manage", "fact:manager", "fact:team"})
 _TRIM_DEPS = word_set("det poss predet punct cc nummod case neg prep advmod")
@@ -77,7 +76,7 @@ class _Reader:
     def note(self, note: ExtractedNote) -> None:
         if self.retracting and not note.slot.startswith(instructions.RETRACT):
             return  # "ignore what I said about X, we have rollbacks now": the reason is no note
-        note = note.model_copy(update={"text": _REQUEST_TAIL.sub("", note.text)})  # "..., can you make me a plan"
+        note = note.model_copy(update={"text": rules.REQUEST_TAIL.sub("", note.text)})  # "..., can you make me a plan"
         if self.at is not None:
             text = resolve_in_text(note.text, self.at)
             if note.slot in _DATED_SLOTS:  # "started at Globex" said with "two weeks ago": when it began
