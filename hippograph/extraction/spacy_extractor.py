@@ -150,6 +150,9 @@ class _Reader:
             self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
 
     def _clauses(self, sent: Span) -> None:
+        # what the sentence's self-introduction notes already say ("at St Mary's"): kept out of the title
+        apart = frozenset(t.i for c in self.claimed if self.doc[c].dep_ == "prep" and self.doc[c].sent == sent
+                          for t in self.doc[c].subtree)
         kin = list(self._kin_frames(sent))
         self._emit(kin, sent)
         for frame in kin if self.sp.notes else ():
@@ -179,8 +182,6 @@ class _Reader:
                     if (left := revisions.departure(frames)) is not None:
                         self.note(ExtractedNote(kind=left[0], text=left[1], slot=left[2], episode_id=self.episode_id))
                         continue
-                    apart = frozenset(t.i for c in self.claimed if c < len(self.doc) and self.doc[c].dep_ == "prep"
-                                      and self.doc[c].sent == sent for t in self.doc[c].subtree)
                     for note in clause_notes.clause_notes(verb, subject, frames, sent, negated, self.episode_id, apart):
                         self.note(note)
 
