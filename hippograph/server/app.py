@@ -8,10 +8,14 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from http import HTTPStatus
+from pathlib import Path
 
+import fastapi_offline
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -103,6 +107,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         version="0.1.0",
         description="Memory server for LLM agents: knowledge graph + vector memory + query planner.",
         lifespan=lifespan,
+        docs_url=None,  # served by _install_docs from the package's files, not from a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     # requests without a key are served (as the default tenant) only on a loopback bind while no key
@@ -146,7 +152,44 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
                    keys.router):
         app.include_router(router)
     openapi.install(app)
+    _install_docs(app)
     return app
+
+
+# Swagger UI's and ReDoc's files as fastapi-offline ships them (Swagger UI: Apache-2.0, ReDoc: MIT)
+DOC_ASSETS = Path(fastapi_offline.__file__).parent / "static"
+# The doc pages may load from the server only: ReDoc's sidebar would fetch Redocly's logo from their site
+DOC_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+              "img-src 'self' data:; worker-src 'self' blob:")
+
+
+def _install_docs(app: FastAPI) -> None:
+    """/docs (Swagger UI) and /redoc with their scripts and styles served by the app itself, so that
+    they work with no internet; like /openapi.json they need no key."""
+    app.mount("/docs-assets", StaticFiles(directory=DOC_ASSETS), name="docs-assets")
+
+    def at(request: Request, path: str) -> str:
+        return request.scope.get("root_path", "").rstrip("/") + path
+
+    def local_only(page: HTMLResponse) -> HTMLResponse:
+        page.headers["Content-Security-Policy"] = DOC_POLICY
+        return page
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        return local_only(get_swagger_ui_html(
+            openapi_url=at(request, "/openapi.json"), title=f"{app.title} - Swagger UI",
+            swagger_js_url=at(request, "/docs-assets/swagger-ui-bundle.js"),
+            swagger_css_url=at(request, "/docs-assets/swagger-ui.css"),
+            swagger_favicon_url=at(request, "/docs-assets/favicon.png"),
+            swagger_ui_parameters={"validatorUrl": None}))  # no spec validation by an outside service
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        return local_only(get_redoc_html(
+            openapi_url=at(request, "/openapi.json"), title=f"{app.title} - ReDoc",
+            redoc_js_url=at(request, "/docs-assets/redoc.standalone.js"),
+            redoc_favicon_url=at(request, "/docs-assets/favicon.png"), with_google_fonts=False))
 
 
 async def _sweep(service: Hippograph, every: float) -> None:
