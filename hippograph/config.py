@@ -161,6 +161,18 @@ class AuthSettings(BaseModel):
     rate_limit_burst: int = Field(0, ge=0, description="Requests a key may make at once (0: a minute's worth).")
 
 
+class McpSettings(BaseModel):
+    """The MCP endpoint at /mcp (streamable HTTP). It answers only requests whose Host header it knows, so a
+    web page cannot reach a local server through DNS rebinding: loopback names, the configured
+    host:port, and the names the server is reached by behind a proxy or load balancer."""
+
+    enabled: bool = Field(True, description="Serve MCP at /mcp on the same app and keys as the REST API.")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description='Host header values to accept besides loopback and host:port, e.g. '
+                                          'HIPPOGRAPH_MCP__ALLOWED_HOSTS=\'["memory.example.com"]\' ("name:*" '
+                                          'for any port, ["*"] to accept every host).')
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HIPPOGRAPH_", env_nested_delimiter="__", extra="ignore")
 
@@ -183,6 +195,7 @@ class Settings(BaseSettings):
     profile: ProfileSettings = ProfileSettings()
     llm: LLMSettings = LLMSettings()
     auth: AuthSettings = AuthSettings()
+    mcp: McpSettings = McpSettings()
 
     @model_validator(mode="after")
     def _llm_extraction_needs_an_llm(self) -> Settings:

@@ -21,6 +21,9 @@ class BackendUnavailable(HippographError):
     """A store or model cannot be reached or opened; nothing was acknowledged."""
 
 
+Unavailable = BackendUnavailable  # the SDK's name for it
+
+
 class ConfigurationError(HippographError):
     """The settings cannot work (unknown backend, mismatched vector size, unreadable data dir)."""
 

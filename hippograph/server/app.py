@@ -6,7 +6,7 @@ import asyncio
 import logging
 import math
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager, nullcontext, suppress
 from http import HTTPStatus
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from hippograph import mcp_server
 from hippograph.auth import ALL_SCOPES
 from hippograph.config import Settings
 from hippograph.errors import (
@@ -67,6 +68,14 @@ def _bootstrap(settings: Settings, service: Hippograph) -> None:
         log.warning("HIPPOGRAPH_AUTH__DISABLED=true: requests without an API key are served as the default tenant")
 
 
+def error_response(exc: HippographError) -> JSONResponse:
+    """The one error body: the error's class and what was wrong, with its status and headers."""
+    code = _status(exc)
+    if code >= 500:
+        log.error("request failed: %s", exc)
+    return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=code, headers=_headers(exc))
+
+
 def _status(exc: HippographError) -> int:
     return next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
 
@@ -94,7 +103,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         app.state.service = svc
         sweeper = asyncio.create_task(_sweep(svc, settings.sessions.sweep_seconds))
         try:
-            yield
+            async with mcp.start() if mcp is not None else nullcontext():
+                yield
         finally:
             sweeper.cancel()
             with suppress(asyncio.CancelledError):
@@ -119,11 +129,7 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
 
     @app.exception_handler(HippographError)
     async def _domain_error(_: Request, exc: HippographError) -> JSONResponse:
-        code = _status(exc)
-        if code >= 500:
-            log.error("request failed: %s", exc)
-        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=code,
-                            headers=_headers(exc))
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -148,6 +154,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         return JSONResponse({"error": "InternalError", "detail": "unexpected server error; see the server log"},
                             status_code=500)
 
+    mcp = mcp_server.mount(app, settings.host, settings.port, settings.mcp.allowed_hosts) \
+        if settings.mcp.enabled else None
     for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router,
                    keys.router):
         app.include_router(router)

@@ -64,6 +64,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("DELETE", "/v1/users/{user_id}"): (*COMMON_V1, *WRITES, 404, 422),
     ("GET", "/v1/graph/entities"): (*COMMON_V1, 404, 422),
     ("GET", "/v1/graph/entities/{entity_id}/neighbors"): (*COMMON_V1, 404, 422),
+    ("GET", "/v1/graph/neighbors"): (*COMMON_V1, 404, 422),
     ("GET", "/v1/usage"): (*COMMON_V1, 422),
     ("POST", "/v1/keys"): (*COMMON_V1, *WRITES, *BODY),
     ("GET", "/v1/keys"): COMMON_V1,

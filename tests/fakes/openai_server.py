@@ -35,6 +35,8 @@ from the script queue (FIFO, shared by all endpoints), or the default behaviour 
 For embeddings and models the content-shaping behaviours (think, fenced, truncated, invalid, echo_schema,
 null_content) are the same as ok. Malformed requests get 400 with an OpenAI-style error body.
 
+An answer may also be a list of ``ToolCall``: the assistant message then calls those tools.
+
 Embeddings are a hashed bag of lower-cased words, L2-normalised: identical texts give identical vectors and
 texts sharing words are similar. Token counts are the number of words and punctuation marks.
 """
@@ -52,12 +54,23 @@ import struct
 import threading
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
 JSONDict = dict[str, Any]
-Answer = Callable[[JSONDict], JSONDict | str]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """An answer that calls a tool: the message carries `tool_calls` instead of content."""
+
+    name: str
+    arguments: JSONDict
+
+
+Answer = Callable[[JSONDict], "JSONDict | str | list[ToolCall]"]
 
 CREATED = 1_700_000_000
 MAX_EMBEDDING_INPUTS = 2048
@@ -417,6 +430,17 @@ class FakeOpenAI:
 
     # -- endpoints ---------------------------------------------------------------------------------
 
+    def _tool_calls(self, model: str, messages: list, calls: list[ToolCall]) -> JSONDict:
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [
+            {"id": f"call_{next(self._ids)}", "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for c in calls]}
+        prompt_tokens = count_tokens(_message_text(messages))
+        return {"id": f"chatcmpl-fake-{next(self._ids)}", "object": "chat.completion", "created": CREATED,
+                "model": model, "choices": [{"index": 0, "message": message, "logprobs": None,
+                                             "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 0, "total_tokens": prompt_tokens},
+                "system_fingerprint": "fp_fake"}
+
     def _chat(self, body: JSONDict, behaviour: str) -> JSONDict:
         model = body.get("model")
         if not isinstance(model, str) or not model:
@@ -451,6 +475,8 @@ class FakeOpenAI:
             good = self.answer(body)
         else:
             good = {} if format_type in ("json_schema", "json_object") else "ok"
+        if isinstance(good, list):  # tool calls
+            return self._tool_calls(model, messages, good)
         good_text = good if isinstance(good, str) else json.dumps(good)
 
         content: str | None = good_text

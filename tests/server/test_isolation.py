@@ -95,6 +95,8 @@ def attempts(attacker: Identity, victim: Identity) -> Iterator[tuple[str, str, d
             yield "delete", f"/v1/users/{user}/memories/{mem}", {}
         for ent in victim.ids["entities"]:
             yield "get", f"/v1/graph/entities/{ent}/neighbors", {"params": {"user_id": user, "depth": 2}}
+            yield "get", "/v1/graph/neighbors", {"params": {"user_id": user, "entity": ent, "depth": 2}}
+        yield "get", "/v1/graph/neighbors", {"params": {"user_id": user, "entity": victim.secrets[1]}}  # by name
         for note in victim.ids["notes"]:
             yield "get", f"/v1/users/{user}/audit", {"params": {"item_id": note}}
             yield "patch", f"/v1/users/{user}/profile/{note}", {"json": {"text": "overwritten"}}
