@@ -470,13 +470,14 @@ class Hippograph:
         now = utcnow()
         draft.items["pinned"] = [self._message_item(e, "pinned", now) for e in pinned]
         draft.items["recent"] = [self._message_item(e, "recent", now) for e in recent]
-        draft.items["tools"] = tool_log([e for e in session if e.role == Role.tool], now)
+        draft.items["tools"], draft.shown_by = tool_log([e for e in session if e.role == Role.tool], now)
         stored = stored_summary(everything)
         if omitted and (stored is not None or len(session) >= self.session_settings.summary_threshold):
             draft.items["summary"] = self._summary(stored, omitted)
         trace: dict = {}
         if known:
-            shown = {e.id for e in pinned + recent}
+            # the window's messages are shown, and every tool result of the session is in the tool log
+            shown = {e.id for e in pinned + recent} | {e.id for e in session if e.role == Role.tool}
             cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
             notes = self.retriever.relevant_notes(plan, user_id, trace.get("notes", []))
             latest = {n.id: n.source_episode_ids[-PROVENANCE_IN_CONTEXT:] for n in notes}

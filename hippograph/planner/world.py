@@ -33,18 +33,33 @@ def observation_text(e: Episode, now: datetime) -> str:
     return f"{_tool(e)} ({_as_of(e, now)}): {e.content}"
 
 
-def tool_log(calls: list[Episode], now: datetime) -> list[ContextItem]:
+def tool_log(calls: list[Episode], now: datetime) -> tuple[list[ContextItem], dict[str, tuple[list[str], str]]]:
     """One line per distinct call (tool + normalised arguments) in the session: how often and when it
-    was made, and its latest result as of then, so the agent need not call it again while it holds."""
+    was made, and its latest result as of then, so the agent need not call it again while it holds.
+
+    With it, for `Draft.shown_by`, what stands in for a result that another item shows in full, so the
+    block shows each result once: the line of a call whose latest result is in the conversation shown
+    refers to that message, and a call of the same tool and arguments that got the very same result
+    as a later one refers to the later ones (and to the line when the latest is one of them). Results
+    are matched by message id within one call, never by text alone: two different calls that answered
+    alike are both shown."""
     groups: dict[tuple[str, str], list[Episode]] = {}
     for e in calls:
         groups.setdefault((_tool(e), str(e.metadata.get("arguments", "{}"))), []).append(e)
-    items = []
+    items, shown_by = [], {}
     for (tool, args), eps in groups.items():
-        last = max(eps, key=lambda e: (e.timestamp, e.seq))
+        eps.sort(key=lambda e: (e.timestamp, e.seq))
+        last = eps[-1]
         times = f"called {len(eps)} times, last" if len(eps) > 1 else "called"
-        short = last.content if len(last.content) <= 200 else last.content[:200] + " …"
-        text = f"{tool}({args}) {times} at {last.timestamp:%Y-%m-%d %H:%M} UTC → ({_as_of(last, now)}) {short}"
-        items.append(ContextItem(id=f"tool:{last.id}", section="tools", kind="tool_call", text=text,
-                                 timestamp=last.timestamp, provenance=[e.client_id or e.id for e in eps]))
-    return sorted(items, key=lambda i: i.timestamp or now)
+        call = f"{tool}({args}) {times} at {last.timestamp:%Y-%m-%d %H:%M} UTC"
+        line = ContextItem(id=f"tool:{last.id}", section="tools", kind="tool_call",
+                           text=f"{call} → ({_as_of(last, now)}) {last.content}",
+                           timestamp=last.timestamp, provenance=[e.client_id or e.id for e in eps])
+        items.append(line)
+        shown_by[line.id] = ([last.id], f"{call} → its result is in the conversation below")
+        for k, e in enumerate(eps[:-1]):
+            later = [x.id for x in reversed(eps[k + 1:]) if x.content == e.content]
+            if later:  # whichever of them the block keeps in full shows it
+                shown_by[e.id] = (later + ([line.id] if later[0] == last.id else []),
+                                  f"{tool} ({_as_of(e, now)}): the same result as a later call, shown with it")
+    return sorted(items, key=lambda i: i.timestamp or now), shown_by

@@ -146,9 +146,13 @@ def test_tool_output_is_cut_to_essentials(client: TestClient) -> None:
                                            "token_budget": 4000}).json()
     shown = ctx["sections"]["pinned"][0]["text"]  # the session's first message is pinned
     assert len(shown) < 700 and "cut from" in shown and shown.startswith("db_query (as of ")
-    small = client.post("/v1/context", json={"user_id": "tool-user", "session_id": "s1", "query": "status?",
+    roomy = client.post("/v1/context", json={"user_id": "tool-user", "session_id": "s1", "query": "status?",
                                              "token_budget": 300}).json()
+    assert roomy["sections"]["pinned"][0]["text"] == shown  # it fits: never cut while the budget has room
+    small = client.post("/v1/context", json={"user_id": "tool-user", "session_id": "s1", "query": "status?",
+                                             "token_budget": 200}).json()
     assert small["sections"]["pinned"][0]["text"].endswith("[…]")  # cut again to fit, and it says so
+    assert small["tokens"] == 200  # to fill what is left
     assert out["stored"]
 
 

@@ -73,7 +73,9 @@ def test_weeks_of_one_user(tmp_path) -> None:
               "metadata": {"arguments": {"pair": " eur/usd "}}, "timestamp": at(0, -1)})
         block = context(client, "w3", "And the euro rate now?")
         tools = block["sections"]["tools"]
-        assert len(tools) == 1 and "called 2 times" in tools[0]["text"] and "1.09" in tools[0]["text"]
+        assert len(tools) == 1 and "called 2 times" in tools[0]["text"]  # one line per call
+        assert tools[0]["text"].endswith("its result is in the conversation below")  # where 1.09 is, once
+        assert block["context"].count("EUR/USD 1.09") == 1
         rendered = {i["id"]: i["text"] for i in block["sections"]["pinned"] + block["sections"]["recent"]}
         assert any("expired" in t and "1.08" in t for t in rendered.values())  # stale, and says so
         assert any("valid until" in t and "1.09" in t for t in rendered.values())

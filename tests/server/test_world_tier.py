@@ -39,13 +39,15 @@ def test_tool_calls_are_observations_with_a_log(client: TestClient) -> None:
     log = [i["text"] for i in ctx["sections"]["tools"]]
     assert len(log) == 2  # the two weather calls are one call: same tool, same normalised arguments
     weather = next(t for t in log if t.startswith("weather("))
-    assert weather.startswith('weather({"city":"paris"}) called 2 times') and "valid until" in weather
-    assert weather.endswith("Paris: 17C, cloudy.")
-    stocks = next(t for t in log if t.startswith("stocks("))
-    assert "expired" in stocks  # two days old, default validity one hour
+    assert weather.startswith('weather({"city":"paris"}) called 2 times')
+    assert all(t.endswith("→ its result is in the conversation below") for t in log)  # each result once
     recent = [i["text"] for i in ctx["sections"]["recent"] + ctx["sections"]["pinned"]]
-    assert any(t.startswith("weather (as of ") for t in recent)
+    latest = next(t for t in recent if t.endswith("Paris: 17C, cloudy."))
+    assert latest.startswith("weather (as of ") and "valid until" in latest
+    stocks = next(t for t in recent if t.startswith("stocks ("))
+    assert "expired" in stocks  # two days old, default validity one hour
     assert "## Tool calls in this session" in ctx["context"]
+    assert all(ctx["context"].count(m["content"]) == 1 for m in msgs if m["role"] == "tool")
 
     hits = client.post("/v1/search", json={"user_id": "wendy", "query": "cloudy Paris weather"}).json()
     assert not any(set(h["provenance"]) & {"w2", "w4", "w5"} for h in hits)  # observations are not memories
@@ -66,6 +68,6 @@ def test_validity_is_configurable_per_tool() -> None:
         svc.remember("vic", "s", None, [
             MessageIn(id="a", role=Role.tool, name="stocks", content="ACME 41.2", timestamp=at),
             MessageIn(id="b", role=Role.tool, name="weather", content="Sunny", timestamp=at)])
-        log = {t.text.split("(")[0]: t.text for t in svc.context("vic", "prices?", session_id="s").sections["tools"]}
-    assert f"expired {at + timedelta(seconds=60):%Y-%m-%d %H:%M} UTC" in log["stocks"]
-    assert f"valid until {at + timedelta(hours=1):%Y-%m-%d %H:%M} UTC" in log["weather"]
+        shown = {t.text.split(" (")[0]: t.text for t in svc.context("vic", "prices?", session_id="s").sections["pinned"]}
+    assert f"expired {at + timedelta(seconds=60):%Y-%m-%d %H:%M} UTC" in shown["stocks"]
+    assert f"valid until {at + timedelta(hours=1):%Y-%m-%d %H:%M} UTC" in shown["weather"]
