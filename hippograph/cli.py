@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from hippograph.auth import DEFAULT_TENANT
 from hippograph.config import Settings
+from hippograph.datasets import Batch, load_batches
 from hippograph.errors import HippographError, InvalidInput
 from hippograph.service import Hippograph
+
+
+class CommandError(Exception):
+    """What keeps a command from doing its work, said in one line on stderr (exit code 2)."""
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -51,8 +60,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_keys(args: argparse.Namespace) -> int:
     """Create, list and revoke API keys in the system of record (the data dir's graph store, or Neo4j)."""
-    import json
-
     from hippograph.auth import parse_scopes
     from hippograph.tenancy import Tenancy
     from hippograph.wiring import build_graph
@@ -83,54 +90,114 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the commands that only read a data folder: one that does not exist is a mistake, not an empty store
+READ_ONLY = ("query", "forget", "optimize")
+#: what to do instead when a server holds the data folder, by command
+BUSY = {"serve": "stop it first, or give this server another --data-dir",
+        "ingest": "send to it with --url http://HOST:PORT instead", "query": "ask it with --url http://HOST:PORT instead",
+        "forget": "stop it first, or forget the user through it (DELETE /v1/users/{id})",
+        "optimize": "stop it first"}
+
+
 def _open(args: argparse.Namespace) -> Hippograph:
     from hippograph.wiring import build
 
-    service = build(_settings(args))
+    settings = _settings(args)
+    embedded = settings.graph.backend == "embedded" or settings.vectors.backend == "edge"
+    if args.command in READ_ONLY and embedded and not settings.data_dir.is_dir():
+        raise CommandError(f"the data folder {settings.data_dir} does not exist: nothing was ever stored there "
+                           "(give the folder of the server or of `hippograph ingest` with --data-dir)")
+    service = build(settings)
     try:
         service.open()
-    except HippographError:
+    except HippographError as exc:
         service.close()
+        if "in use by another process" in str(exc):  # the vector store's lock on its folder
+            raise CommandError(f"the data folder {settings.data_dir} is in use by another process, probably a "
+                               f"server running on it: {BUSY[args.command]}") from exc
         raise
     return service
 
 
+class Remote:
+    """A running server, for the commands given --url: each call is one request, and a server that cannot be
+    reached or answers an error is a CommandError that says so."""
+
+    def __init__(self, url: str, api_key: str | None) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        try:
+            self.client = httpx.Client(base_url=self.url, timeout=600, headers=headers)
+        except httpx.InvalidURL as exc:
+            raise CommandError(f"--url {url}: {exc}") from exc
+
+    def post(self, path: str, body: dict) -> Any:
+        import httpx
+
+        try:
+            resp = self.client.post(path, json=body)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise CommandError(f"cannot reach the server at {self.url}: {exc or type(exc).__name__}") from exc
+        if not resp.is_success:
+            raise CommandError(f"the server at {self.url} answered POST {path} with {resp.status_code} "
+                               f"{resp.reason_phrase}: {_detail(resp.text)}")
+        return resp.json()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _detail(text: str) -> str:
+    """The message of an error response ({"detail": ...}), else its start, on one line."""
+    try:
+        detail = json.loads(text).get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return " ".join(str(detail if detail is not None else text).split())[:500] or "(no message)"
+
+
+@contextmanager
+def _remote(args: argparse.Namespace) -> Iterator[Remote]:
+    if args.tenant is not None:
+        raise CommandError("--tenant does not go with --url: the server serves the tenant of the API key")
+    remote = Remote(args.url, args.api_key)
+    try:
+        yield remote
+    finally:
+        remote.close()
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from hippograph.datasets import load_batches
-
-    batches = load_batches(Path(args.file))
+    try:
+        batches = load_batches(Path(args.file))
+    except InvalidInput as exc:  # it names the file, and where in it the problem is
+        raise CommandError(str(exc)) from exc
     if args.user:
         for b in batches:
             b.user_id = args.user
-    total = sum(len(b.messages) + len(b.documents) for b in batches)
-    stored = dup = notes = 0
     if args.url:
-        import httpx
+        with _remote(args) as remote:
+            def post(b: Batch) -> tuple[int, int, int]:
+                out = remote.post("/v1/memories", {
+                    "user_id": b.user_id, "session_id": b.session_id, "agent_id": b.agent_id,
+                    "messages": [m.model_dump(mode="json", exclude_none=True) for m in b.messages],
+                    "documents": [d.model_dump(mode="json", exclude_none=True) for d in b.documents],
+                    "metadata": b.metadata})
+                return len(out["stored"]), len(out["duplicates"]), len(out["notes"])
 
-        headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-        with httpx.Client(base_url=args.url, timeout=600, headers=headers) as client, tqdm(total=total, unit="msg") as bar:
-            for b in batches:
-                body = {"user_id": b.user_id, "session_id": b.session_id, "agent_id": b.agent_id,
-                        "messages": [m.model_dump(mode="json", exclude_none=True) for m in b.messages],
-                        "documents": [d.model_dump(mode="json", exclude_none=True) for d in b.documents],
-                        "metadata": b.metadata}
-                resp = client.post("/v1/memories", json=body)
-                if resp.status_code != 200:
-                    print(f"error {resp.status_code}: {resp.text}", file=sys.stderr)
-                    return 1
-                out = resp.json()
-                stored, dup, notes = stored + len(out["stored"]), dup + len(out["duplicates"]), notes + len(out["notes"])
-                bar.update(len(b.messages) + len(b.documents))
+            stored, dup, notes = _ingest(batches, post)
     else:
         service = _open(args)
+        tenant = args.tenant or DEFAULT_TENANT
         try:
-            with tqdm(total=total, unit="msg") as bar:
-                for b in batches:
-                    res = service.remember(service.tenancy.owner(args.tenant, b.user_id, create=True), b.session_id, b.agent_id, b.messages, b.documents, b.metadata)
-                    stored, dup, notes = stored + len(res.stored), dup + len(res.duplicates), notes + len(res.notes)
-                    bar.update(len(b.messages) + len(b.documents))
+            def remember(b: Batch) -> tuple[int, int, int]:
+                res = service.remember(service.tenancy.owner(tenant, b.user_id, create=True), b.session_id,
+                                       b.agent_id, b.messages, b.documents, b.metadata)
+                return len(res.stored), len(res.duplicates), len(res.notes)
+
+            stored, dup, notes = _ingest(batches, remember)
         finally:
             service.close()
     users = sorted({b.user_id for b in batches})
@@ -138,17 +205,38 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ingest(batches: list[Batch], remember: Callable[[Batch], tuple[int, int, int]]) -> tuple[int, int, int]:
+    """Each batch through `remember` (the service, or a server): stored, duplicate episodes and notes. The
+    progress bar shows on a terminal only."""
+    from tqdm import tqdm
+
+    totals = [0, 0, 0]
+    with tqdm(total=sum(len(b.messages) + len(b.documents) for b in batches), unit="msg", disable=None) as bar:
+        for b in batches:
+            totals = [t + n for t, n in zip(totals, remember(b), strict=True)]
+            bar.update(len(b.messages) + len(b.documents))
+    return totals[0], totals[1], totals[2]
+
+
 def cmd_query(args: argparse.Namespace) -> int:
-    service = _open(args)
-    try:
-        result = service.context(service.tenancy.owner(args.tenant, args.user), args.query, args.session, args.budget)
-    finally:
-        service.close()
-    if args.json:
-        print(result.model_dump_json(indent=2))
+    if args.url:
+        with _remote(args) as remote:
+            result = remote.post("/v1/context", {"user_id": args.user, "query": args.query,
+                                                 "session_id": args.session, "token_budget": args.budget})
     else:
-        print(result.context)
-        print(f"\n-- plan: {result.plan['name']} ({result.plan['reason']}); {result.tokens} tokens", file=sys.stderr)
+        service = _open(args)
+        try:
+            found = service.context(service.tenancy.owner(args.tenant or DEFAULT_TENANT, args.user), args.query,
+                                    args.session, args.budget)
+        finally:
+            service.close()
+        result = found.model_dump(mode="json")
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print(result["context"])
+        plan = result["plan"]
+        print(f"\n-- plan: {plan['name']} ({plan['reason']}); {result['tokens']} tokens", file=sys.stderr)
     return 0
 
 
@@ -250,6 +338,12 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_bench)
 
 
+def _url_arguments(parser: argparse.ArgumentParser, what: str, scope: str) -> None:
+    parser.add_argument("--url", help=f"{what}, e.g. http://127.0.0.1:8765")
+    parser.add_argument("--api-key", default=os.environ.get("HIPPOGRAPH_API_KEY"),
+                        help=f"with --url: a key with the {scope} scope (default: $HIPPOGRAPH_API_KEY)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hippograph", description="Memory server for LLM agents.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -262,11 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("ingest", help="ingest a JSON file of conversations (our format or LoCoMo's)")
     i.add_argument("file")
     i.add_argument("--user", help="store everything under this user id")
-    i.add_argument("--url", help="post to a running server instead of opening the data dir")
-    i.add_argument("--api-key", default=os.environ.get("HIPPOGRAPH_API_KEY"),
-                   help="with --url: a key with the write scope (default: $HIPPOGRAPH_API_KEY)")
+    _url_arguments(i, "post to a running server instead of opening the data dir", "write")
     i.add_argument("--data-dir")
-    i.add_argument("--tenant", default=DEFAULT_TENANT, help="without --url: the users' tenant (default: default)")
+    i.add_argument("--tenant", help="without --url: the users' tenant (default: default)")
     i.set_defaults(func=cmd_ingest)
     q = sub.add_parser("query", help="print the context block for a question")
     q.add_argument("query")
@@ -274,8 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--session")
     q.add_argument("--budget", type=int)
     q.add_argument("--json", action="store_true", help="the whole response: sections, items, plan")
+    _url_arguments(q, "ask a running server (POST /v1/context) instead of opening the data dir", "read")
     q.add_argument("--data-dir")
-    q.add_argument("--tenant", default=DEFAULT_TENANT, help="the user's tenant (default: default)")
+    q.add_argument("--tenant", help="without --url: the user's tenant (default: default)")
     q.set_defaults(func=cmd_query)
     f = sub.add_parser("forget", help="forget a user everywhere, with the server stopped")
     f.add_argument("--user", required=True)
@@ -312,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except CommandError as exc:
+        print(f"hippograph: {exc}", file=sys.stderr)
+        return 2
     except HippographError as exc:
         print(f"hippograph: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

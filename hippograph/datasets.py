@@ -11,11 +11,15 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from hippograph.errors import InvalidInput
 from hippograph.inputs import check_id
 from hippograph.models import DocumentIn, MessageIn, Role
+
+Part = TypeVar("Part", MessageIn, DocumentIn)
 
 _LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
 
@@ -74,29 +78,66 @@ def locomo_batches(samples: list[dict]) -> list[Batch]:
 
 
 def request_batches(data: Any) -> list[Batch]:
-    """Our own format: one POST /v1/memories body, or a list of them."""
+    """Our own format: one POST /v1/memories body, or a list of them. A problem is an InvalidInput that
+    names where it is: `[0].messages[2].role: Field required`."""
     items = data if isinstance(data, list) else [data]
     out = []
     for i, item in enumerate(items):
+        at = (i,) if isinstance(data, list) else ()
         if not isinstance(item, dict) or "user_id" not in item:
-            raise InvalidInput(f"item {i}: expected an object with user_id and messages/documents")
-        try:  # the API's id grammar, so that whatever is ingested can be read and deleted through it
-            ids = [check_id(str(item[k])) if item.get(k) is not None else None
-                   for k in ("user_id", "session_id", "agent_id")]
-        except ValueError as exc:
-            raise InvalidInput(f"item {i}: {exc}") from exc
+            raise InvalidInput(_at(at, "expected an object with user_id and messages/documents"))
+        ids = []
+        for key in ("user_id", "session_id", "agent_id"):
+            try:  # the API's id grammar, so that whatever is ingested can be read and deleted through it
+                ids.append(check_id(str(item[key])) if item.get(key) is not None else None)
+            except ValueError as exc:
+                raise InvalidInput(_at((*at, key), str(exc))) from exc
         out.append(Batch(
             user_id=str(ids[0]), session_id=ids[1], agent_id=ids[2],
-            messages=[MessageIn.model_validate(m) for m in item.get("messages", [])],
-            documents=[DocumentIn.model_validate(d) for d in item.get("documents", [])],
+            messages=_parts(MessageIn, item, (*at, "messages")),
+            documents=_parts(DocumentIn, item, (*at, "documents")),
             metadata=item.get("metadata") or {},
         ))
     return out
 
 
+def _parts(model: type[Part], item: dict, at: tuple[int | str, ...]) -> list[Part]:
+    given = item.get(at[-1]) or []
+    if not isinstance(given, list):
+        raise InvalidInput(_at(at, "expected a list"))
+    parts = []
+    for n, value in enumerate(given):
+        try:
+            parts.append(model.model_validate(value))
+        except ValidationError as exc:
+            raise InvalidInput(_problems((*at, n), exc)) from exc
+    return parts
+
+
+def _problems(path: tuple[int | str, ...], exc: ValidationError) -> str:
+    return "; ".join(_at((*path, *error["loc"]), error["msg"]) for error in exc.errors())
+
+
+def _at(path: tuple[int | str, ...], problem: str) -> str:
+    """((0, "messages", 2, "role"), "Field required") -> "[0].messages[2].role: Field required"."""
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return f"{where}: {problem}" if where else problem
+
+
 def load_batches(path: Path) -> list[Batch]:
+    """The batches of a file in our format or LoCoMo's; an InvalidInput naming the file, and where in it
+    the problem is, if it cannot be read."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(f"cannot read {path}: {exc}") from exc
-    return locomo_batches(data) if is_locomo(data) else request_batches(data)
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{path}: not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    try:
+        return locomo_batches(data) if is_locomo(data) else request_batches(data)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{path}: {exc}") from exc

@@ -56,6 +56,7 @@ def test_vector_size_differs_from_the_embedder(tmp_path) -> None:
     from hippograph.vectors.embedders import _default_tokenizer_path
 
     data = tmp_path / "data"
+    data.mkdir()  # optimize opens a data folder, it does not make one
     assert subprocess.run([sys.executable, "-m", "hippograph.cli", "optimize", "--data-dir", str(data)],
                           cwd=ROOT, capture_output=True, timeout=120, check=False).returncode == 0  # 384-d
     tokenizer = Tokenizer.from_file(str(_default_tokenizer_path()))
