@@ -398,6 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hippograph.llm.serve import add_parser as llm_parser
 
     llm_parser(sub)
+    from hippograph.mcp_server import add_parser as mcp_parser
+
+    mcp_parser(sub)
     return p
 
 

@@ -69,8 +69,15 @@ def test_mcp_client_example(server: ServerProcess) -> None:
     assert "Lisbon" in out.stdout.split("remember:", 1)[1]
 
 
-def test_mcp_config_example_launches_the_stdio_server() -> None:
-    config = json.loads((ROOT / "examples" / "claude_desktop_config.json").read_text())
+def _readme_config() -> dict:
+    """The client configuration the README's MCP section shows."""
+    section = (ROOT / "README.md").read_text().split("### MCP\n", 1)[1].split("\n### ", 1)[0]
+    return json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+
+
+@pytest.mark.parametrize("config", [json.loads((ROOT / "examples" / "claude_desktop_config.json").read_text()),
+                                    _readme_config()], ids=["examples", "README"])
+def test_mcp_config_launches_the_stdio_server(config: dict) -> None:
     for entry in config["mcpServers"].values():
         assert entry["command"] == "hippograph" and entry["args"][0] == "mcp"
         help_text = subprocess.run([sys.executable, "-m", "hippograph.cli", *entry["args"][:1], "--help"],
