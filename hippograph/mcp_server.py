@@ -71,7 +71,7 @@ def _tool(op: Operation, execute: Execute) -> Callable[..., str]:
         try:
             args = op.input.model_validate(given)
             request = ctx.request_context.request if isinstance(ctx.request_context.request, Request) else None
-            return json.dumps(op.dump(execute(op, args, request)), ensure_ascii=False)
+            return json.dumps(op.tool_answer(execute(op, args, request)), ensure_ascii=False)
         except ValidationError as exc:
             raise ToolError(_message(exc)) from None
         except HippographError as exc:

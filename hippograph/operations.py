@@ -147,6 +147,8 @@ class Operation:
     description: str
     tool: str | None = None
     absent: Mapping[str, str] = field(default_factory=dict)  # face -> why it lacks this operation
+    # what the tool answers, from the REST answer, when a model needs less of it (every token costs)
+    tool_view: Callable[[Any], Any] | None = None
 
     @property
     def path_fields(self) -> list[str]:
@@ -168,6 +170,16 @@ class Operation:
 
     def load(self, data: Any) -> Any:
         return TypeAdapter(self.output).validate_python(data)
+
+    def tool_answer(self, result: Any) -> Any:
+        data = self.dump(result)
+        return self.tool_view(data) if self.tool_view else data
+
+
+def _block_only(data: dict) -> dict:
+    """The block as the model reads it, without the same items again as structured sections."""
+    return {"context": data["context"], "tokens": data["tokens"], "token_budget": data["token_budget"],
+            "plan": {k: data["plan"].get(k) for k in ("name", "reason")}}
 
 
 def _segment(value: str) -> str:
@@ -283,7 +295,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Get the memory to put in front of the next answer: one ordered block (the user's profile, relevant "
         "past messages and facts, the session's recent turns) fitted to a token budget. Call it before "
         "answering a user's message, with that message as the query.",
-        tool="get_context"),
+        tool="get_context", tool_view=_block_only),
     Operation(
         "search", "POST", "/v1/search", Scope.read, SearchRequest, list[SearchHit], _search,
         "Search the user's stored messages, facts and notes by meaning and words; ranked hits with their "

@@ -55,7 +55,8 @@ async def _walk(client: Client, user: str) -> None:
     stored = _data(await client.call_tool("remember", {"user_id": user, "session_id": "s1", "messages": TURN}))
     assert stored["stored"] == ["m1", "m2"]
     block = _data(await client.call_tool("get_context", {"user_id": user, "query": "Where does the user live?"}))
-    assert "Lyon" in block["context"]
+    assert "Lyon" in block["context"] and block["tokens"] <= block["token_budget"]
+    assert "items" not in block and block["plan"]["name"]  # the block once, not again as structured items
     profile = _data(await client.call_tool("get_profile", {"user_id": user}))
     lyon = next(f for f in profile["facts"] if "Lyon" in f["fact"])
     fixed = _data(await client.call_tool("correct_note", {"user_id": user, "item_id": lyon["id"],
