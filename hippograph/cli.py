@@ -281,12 +281,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         unknown = [m for m in methods if m not in locomo.METHODS]
         if unknown:
             raise InvalidInput(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(locomo.METHODS)}")
-        locomo.run(Path(args.data), args.budget, _out(args), workdir, args.conversations, methods, args.ablate)
+        locomo.run(Path(args.data), args.budget, _out(args), workdir, args.conversations, methods, args.ablate,
+                   args.folds)
     elif args.bench == "multihop":
         from hippograph.bench import multihop
 
         multihop.run(args.dataset, Path(args.questions), Path(args.corpus), _out(args), workdir, args.limit,
-                     args.ablate)
+                     args.ablate, args.folds)
     elif args.bench == "extraction":
         from hippograph.bench import extraction
 
@@ -330,6 +331,9 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     for parser in (lo, mh):
         parser.add_argument("--ablate", action="store_true",
                             help="also run Hippograph with each retrieval route switched off, one at a time")
+        parser.add_argument("--folds", type=int, metavar="K",
+                            help="also choose the planner's tuned settings on K-1 folds and report them on the "
+                                 "K-th (LoCoMo: whole conversations; K >= conversations leaves one out)")
     for parser in (lo, mh, sc, ex):
         parser.add_argument("--extractor", choices=["spacy", "llm"],
                             help="extract with spaCy or with the LLM of HIPPOGRAPH_LLM__* (default: the configured one)")

@@ -148,3 +148,23 @@ def test_locomo_bench_with_the_llm_extractor(tmp_path: Path, monkeypatch: pytest
     assert report["models"]["extractor"] == "llm:fake-model"
     assert report["models"]["by_operation"]["extract"] == calls >= 2  # one per session at least
     assert report["models"]["model_tokens"] > 0 and set(report["results"]) == {"hippograph", "bm25"}
+
+
+def test_locomo_folds_choose_on_other_conversations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    second = locomo_sample()[0] | {"sample_id": "conv-u"}
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([*locomo_sample(), second]))
+    out = tmp_path / "report.json"
+    assert main(["bench", "locomo", "--data", str(data), "--budget", "300", "--methods", "hippograph",
+                 "--folds", "5", "--out", str(out)]) == 0
+    cv = json.loads(out.read_text())["cross_validation"]
+    assert cv["folds"] == 2 and cv["fold_members"] == [["conv-t"], ["conv-u"]]  # leave one conversation out
+    assert {p["items"] for p in cv["per_fold"]} == {4}
+    assert set(cv["ablations"]) == set(ABLATIONS)
+    for key in ("default", "in_fold", "out_of_fold"):
+        assert {"single-hop", "multi-hop", "temporal", "open-domain", "overall"} <= set(cv[key])
+    assert cv["in_fold"]["overall"] >= cv["default"]["overall"]  # the best on all data includes the default
+    assert "folds by conversation" in capsys.readouterr().out
+    data.write_text(json.dumps(locomo_sample()))
+    assert main(["bench", "locomo", "--data", str(data), "--methods", "hippograph", "--folds", "2"]) == 2
+    assert "--folds needs at least 2 folds of whole conversations" in capsys.readouterr().err

@@ -29,8 +29,10 @@ from hippograph.bench.common import (
     turn_line,
     write_report,
 )
+from hippograph.bench.folds import Candidate, cross_validate, markdown
 from hippograph.datasets import Batch, locomo_batches
 from hippograph.errors import InvalidInput
+from hippograph.service import Hippograph
 
 CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain", 5: "adversarial"}
 SCORED = ("single-hop", "multi-hop", "temporal", "open-domain")
@@ -101,7 +103,7 @@ def recall(evidence: list[str], context: str) -> float:
 
 
 def run(data: Path, budget: int, out: Path | None, workdir: Path | None, conversations: int | None,
-        methods: tuple[str, ...] = METHODS, ablate: bool = False) -> dict:
+        methods: tuple[str, ...] = METHODS, ablate: bool = False, folds: int | None = None) -> dict:
     try:
         samples = json.loads(Path(data).read_text())
     except (OSError, ValueError) as exc:
@@ -148,6 +150,7 @@ def run(data: Path, budget: int, out: Path | None, workdir: Path | None, convers
             if (n + 1) % 25 == 0:
                 print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)
         print(file=sys.stderr)
+        cv = _cross_validate(service, questions, budget, folds) if folds else None
         models = models_used(service)
     counts = {g: sum(1 for q in questions if q.group == g) for g in CATEGORIES.values()}
     report = {
@@ -164,5 +167,35 @@ def run(data: Path, budget: int, out: Path | None, workdir: Path | None, convers
         "metric": "evidence recall (%): evidence turns whose text is inside the returned context",
         "results": {m: stats[m].summary([*SCORED, "adversarial"], SCORED) for m in methods},
     }
+    if cv is not None:
+        report["cross_validation"] = cv
     write_report(report, out, COLUMNS)
+    if cv is not None:
+        print(f"\n{len(cv['per_fold'])} folds by conversation:\n{markdown(cv)}")
     return report
+
+
+def conversation_folds(questions: list[Question], k: int) -> list[list[int]]:
+    """Question indices by fold: whole conversations, dealt round-robin into k folds (k at least the
+    number of conversations: leave one conversation out)."""
+    users = list(dict.fromkeys(q.user_id for q in questions))
+    if k < 2 or len(users) < 2:
+        raise InvalidInput(f"--folds needs at least 2 folds of whole conversations (got {k} folds over "
+                           f"{len(users)} conversations; use --conversations 2 or more)")
+    fold_of = {u: i % min(k, len(users)) for i, u in enumerate(users)}
+    out: list[list[int]] = [[] for _ in range(min(k, len(users)))]
+    for i, q in enumerate(questions):
+        out[fold_of[q.user_id]].append(i)
+    return out
+
+
+def _cross_validate(service: Hippograph, questions: list[Question], budget: int, k: int) -> dict:
+    def score(i: int, c: Candidate) -> float:
+        q = questions[i]
+        return recall(q.evidence, service.context(q.user_id, q.text, token_budget=budget, plan_name=c.plan,
+                                                  overrides=c.params).context)
+
+    folds = conversation_folds(questions, k)
+    cv = cross_validate(folds, score, [q.group for q in questions], SCORED)
+    cv["fold_members"] = [sorted({questions[i].user_id for i in fold}) for fold in folds]
+    return cv

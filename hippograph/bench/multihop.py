@@ -28,8 +28,10 @@ from hippograph.bench.common import (
     ranked_episodes,
     write_report,
 )
+from hippograph.bench.folds import Candidate, cross_validate, fold_slices, markdown
 from hippograph.errors import InvalidInput
 from hippograph.models import DocumentIn
+from hippograph.service import Hippograph
 
 USER = "corpus"
 KS = (2, 5)
@@ -110,7 +112,7 @@ def passages_in_order(source_ids: list[list[str]], limit: int) -> list[str]:
 
 
 def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None, workdir: Path | None,
-        limit: int | None = None, ablate: bool = False) -> dict:
+        limit: int | None = None, ablate: bool = False, folds: int | None = None) -> dict:
     passages, questions, skipped = load(dataset, questions_path, corpus_path)
     questions = questions[:limit] if limit else questions
     methods = (*METHODS, *ABLATIONS) if ablate else METHODS
@@ -141,6 +143,7 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
                     st.add(f"recall@{k}", len(set(ranked[:k]) & q.gold) / len(q.gold))
             print(f"\rquestions {n + 1}/{len(questions)}", end="", file=sys.stderr)
         print(file=sys.stderr)
+        cv = _cross_validate(service, questions, folds) if folds else None
         models = models_used(service)
     results = {}
     for m in methods:
@@ -159,5 +162,31 @@ def run(dataset: str, questions_path: Path, corpus_path: Path, out: Path | None,
         "metric": "passage recall@k (%): top-k passages that are gold / gold passages, averaged",
         "results": results,
     }
+    if cv is not None:
+        report["cross_validation"] = cv
     write_report(report, out, COLUMNS)
+    if cv is not None:
+        for measure, result in cv.items():
+            print(f"\n{folds} folds of the questions, chosen and scored on {measure}:\n{markdown(result, measure)}")
     return report
+
+
+def _cross_validate(service: Hippograph, questions: list[Question], k: int) -> dict[str, dict]:
+    """Per k of recall@k: the settings chosen on the other folds by that recall, scored on each fold."""
+    if k < 2 or k > len(questions):
+        raise InvalidInput(f"--folds must be between 2 and the number of questions ({len(questions)}), got {k}")
+    ranked: dict[tuple[int, Candidate], list[str]] = {}
+
+    def ranking(i: int, c: Candidate) -> list[str]:
+        if (i, c) not in ranked:
+            _, _, cands, _ = service.recall(USER, questions[i].text, plan_name=c.plan, overrides=c.params)
+            ranked[(i, c)] = passages_in_order([x.source_ids for x in cands], max(KS))
+        return ranked[(i, c)]
+
+    out = {}
+    for at in KS:
+        def score(i: int, c: Candidate, at: int = at) -> float:
+            return len(set(ranking(i, c)[:at]) & questions[i].gold) / len(questions[i].gold)
+        out[f"recall@{at}"] = cross_validate(fold_slices(len(questions), k), score, ["all"] * len(questions),
+                                             ["all"])
+    return out
