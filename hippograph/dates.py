@@ -107,3 +107,35 @@ def when_said(note: str, message: str, at: datetime) -> str:
         return f"{note} since {resolved.split(' ', 1)[-1]}" if resolved else note
     found = _RELATIVE.search(message)
     return f"{note} {_replacement(found, at)}" if found is not None else note
+
+
+_WEEKDAY_SAID = re.compile(rf"\b(?P<which>last|next|this past|this coming)\s+(?P<weekday>{'|'.join(_WEEKDAYS)})\b",
+                           re.IGNORECASE)
+
+
+def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
+    """Each relative date a message says, with the date it means when said at `at`, in the order said:
+    ("yesterday", "7 May 2023"), ("last Tuesday", "2 May 2023"), ("two months ago", "March 2023"),
+    ("last year", "2022"). A weekday alone ("on Friday") is left out: past or coming, it cannot be told."""
+    found: list[tuple[int, str, str]] = []
+    for m in _RELATIVE.finditer(text):
+        meant = _replacement(m, at)
+        found.append((m.start(), m.group(0), meant.split(" ", 1)[1] if meant.startswith(("on ", "in ")) else meant))
+    for m in _WEEKDAY_SAID.finditer(text):
+        day = _WEEKDAYS.index(m["weekday"].lower())
+        if m["which"].lower() in ("last", "this past"):
+            when = at - timedelta(days=(at.weekday() - day) % 7 or 7)
+        else:
+            when = at + timedelta(days=(day - at.weekday()) % 7 or 7)
+        found.append((m.start(), m.group(0), day_month_year(when)))
+    out = [(said, meant) for _, said, meant in sorted(found)]
+    return list(dict.fromkeys(out))
+
+
+def with_dates(text: str, at: datetime) -> str:
+    """The message with what its relative dates mean added after it, so a search for the date finds it
+    and a reader sees it: "I went there yesterday. (yesterday = 7 May 2023)". The words said are kept as
+    they were."""
+    found = dates_in(text, at)
+    return f"{text} ({'; '.join(f'{said} = {meant}' for said, meant in found)})" if found else text
+

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from hippograph.audit import audit_event
 from hippograph.config import ProfileSettings, WorldSettings
+from hippograph.dates import with_dates
 from hippograph.errors import Conflict, HippographError
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
@@ -71,11 +72,13 @@ class IngestResult(BaseModel):
 
 
 def episode_text(ep: Episode) -> str:
-    """What gets embedded and shown: the speaker (or title) with the content."""
+    """What gets embedded and shown: the speaker (or title) with the content, and for a message the dates
+    its relative ones mean (resolved against when it was said)."""
     if ep.kind == EpisodeKind.document:
         return f"{ep.title}: {ep.content}" if ep.title else ep.content
     speaker = ep.name or (ep.role.value if ep.role else "")
-    return f"{speaker}: {ep.content}" if speaker else ep.content
+    content = with_dates(ep.content, ep.timestamp)  # "yesterday" said on 8 May 2023 is 7 May 2023
+    return f"{speaker}: {content}" if speaker else content
 
 
 def chunk_text(text: str, limit: int = DOCUMENT_CHUNK_CHARS) -> list[str]:

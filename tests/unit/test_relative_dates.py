@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hippograph.dates import resolve, resolve_in_text, when_said
+from hippograph.dates import dates_in, resolve, resolve_in_text, when_said, with_dates
 
 SAID = datetime(2025, 3, 12, 15, 0, tzinfo=UTC)
 
@@ -46,3 +46,46 @@ def test_a_note_gets_the_date_its_message_gives() -> None:
     assert when_said("Lives in Bend", "we moved house two months ago", at) == "Lives in Bend in October 2024"
     assert when_said("Started at Lumo in June 2024", "started in june", at) == "Started at Lumo in June 2024"
     assert when_said("Lives in Bend", "we love it there", at) == "Lives in Bend"
+
+
+MONDAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "meant"), [
+    ("Went to the support group yesterday, it was powerful", [("yesterday", "7 May 2023")]),
+    ("last Tuesday I finally painted that sunrise", [("last Tuesday", "2 May 2023")]),
+    ("we're going camping next Friday!", [("next Friday", "12 May 2023")]),
+    ("this past Saturday I ran my first 5k", [("this past Saturday", "6 May 2023")]),
+    ("I started pottery two months ago", [("two months ago", "March 2023")]),
+    ("last year was rough, this year is better", [("last year", "2022"), ("this year", "2023")]),
+    ("see you tomorrow", [("tomorrow", "9 May 2023")]),
+    ("I have a gig on Friday", []),  # past or coming: cannot be told
+    ("no dates in here at all", []),
+])
+def test_dates_a_message_says(text: str, meant: list[tuple[str, str]]) -> None:
+    assert dates_in(text, MONDAY) == meant
+
+
+def test_the_words_said_stay_and_the_dates_follow() -> None:
+    text = "Went to the support group yesterday, it was powerful"
+    assert with_dates(text, MONDAY) == f"{text} (yesterday = 7 May 2023)"
+    assert with_dates("no dates here", MONDAY) == "no dates here"
+
+
+def test_a_message_is_shown_and_searched_with_its_dates(tmp_path) -> None:
+    from hippograph.config import Settings
+    from hippograph.models import MessageIn
+    from hippograph.wiring import build
+
+    service = build(Settings(data_dir=tmp_path / "data"))
+    service.open()
+    try:
+        service.remember("cleo", "s1", None, [
+            MessageIn(id="m1", role="user", content="I adopted a kitten yesterday!", timestamp="2023-05-08T10:00:00Z"),
+            MessageIn(id="m2", role="user", content="My sister lives in Porto.", timestamp="2023-05-08T10:01:00Z")])
+        hits = [h for h in service.search("cleo", "7 May 2023", limit=3) if h.kind == "episode"]
+        assert hits[0].text.endswith("I adopted a kitten yesterday! (yesterday = 7 May 2023)")
+        block = service.context("cleo", "What happened on 7 May 2023?").context
+        assert "I adopted a kitten yesterday! (yesterday = 7 May 2023)" in block
+    finally:
+        service.close()
