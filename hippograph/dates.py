@@ -116,9 +116,12 @@ _WEEKDAY_SAID = re.compile(rf"\b(?P<which>last|next|this past|this coming)\s+(?P
 def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
     """Each relative date a message says, with the date it means when said at `at`, in the order said:
     ("yesterday", "7 May 2023"), ("last Tuesday", "2 May 2023"), ("two months ago", "March 2023"),
-    ("last year", "2022"). A weekday alone ("on Friday") is left out: past or coming, it cannot be told."""
+    ("last year", "2022"). Left out: a weekday alone ("on Friday": past or coming, it cannot be told), and
+    "today" or "this week/month/year", which the message's own date already says."""
     found: list[tuple[int, str, str]] = []
     for m in _RELATIVE.finditer(text):
+        if (m["day"] and m["day"].lower() == "today") or (m["which"] and m["which"].lower() == "this"):
+            continue  # the day, week, month or year it was said: its own date says as much
         meant = _replacement(m, at)
         found.append((m.start(), m.group(0), meant.split(" ", 1)[1] if meant.startswith(("on ", "in ")) else meant))
     for m in _WEEKDAY_SAID.finditer(text):
@@ -132,10 +135,15 @@ def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
+def dates_said(text: str, at: datetime) -> str:
+    """The dates as words to search by: "yesterday = 7 May 2023; two months ago = March 2023"."""
+    return "; ".join(f"{said} = {meant}" for said, meant in dates_in(text, at))
+
+
 def with_dates(text: str, at: datetime) -> str:
     """The message with what its relative dates mean added after it, so a search for the date finds it
     and a reader sees it: "I went there yesterday. (yesterday = 7 May 2023)". The words said are kept as
     they were."""
-    found = dates_in(text, at)
-    return f"{text} ({'; '.join(f'{said} = {meant}' for said, meant in found)})" if found else text
+    found = dates_said(text, at)
+    return f"{text} ({found})" if found else text
 

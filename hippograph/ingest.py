@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from hippograph.audit import audit_event
 from hippograph.config import ProfileSettings, WorldSettings
-from hippograph.dates import with_dates
+from hippograph.dates import dates_said
 from hippograph.errors import Conflict, HippographError
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
@@ -72,13 +72,11 @@ class IngestResult(BaseModel):
 
 
 def episode_text(ep: Episode) -> str:
-    """What gets embedded and shown: the speaker (or title) with the content, and for a message the dates
-    its relative ones mean (resolved against when it was said)."""
+    """What gets embedded and shown: the speaker (or title) with the content."""
     if ep.kind == EpisodeKind.document:
         return f"{ep.title}: {ep.content}" if ep.title else ep.content
     speaker = ep.name or (ep.role.value if ep.role else "")
-    content = with_dates(ep.content, ep.timestamp)  # "yesterday" said on 8 May 2023 is 7 May 2023
-    return f"{speaker}: {content}" if speaker else content
+    return f"{speaker}: {ep.content}" if speaker else ep.content
 
 
 def chunk_text(text: str, limit: int = DOCUMENT_CHUNK_CHARS) -> list[str]:
@@ -395,9 +393,12 @@ def normalise_arguments(args: Any) -> str:
 
 
 def episode_record(e: Episode) -> VectorRecord:
+    """A message is also searched by the dates its relative ones mean ("yesterday" said on 8 May 2023:
+    7 May 2023), by words only: the embedding is of what was said."""
+    dates = dates_said(e.content, e.timestamp) if e.kind == EpisodeKind.message else ""
     return VectorRecord(id=e.id, user_id=e.user_id, kind=MemoryKind.episode, text=episode_text(e),
                         session_id=e.session_id, timestamp=e.timestamp, source_ids=[e.client_id or e.id],
-                        extra={"role": e.role.value if e.role else e.kind.value})
+                        extra={"role": e.role.value if e.role else e.kind.value}, lexical_extra=dates)
 
 
 def note_record(n: Note) -> VectorRecord:

@@ -166,6 +166,7 @@ class VectorRecord(BaseModel):
     timestamp: datetime
     source_ids: list[str] = Field(default_factory=list)
     extra: dict[str, Any] = Field(default_factory=dict)
+    lexical_extra: str = ""  # words it is also found by in the lexical index, neither embedded nor shown
 
 
 class VectorHit(BaseModel):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from hippograph.audit import audit_event
 from hippograph.config import ContextSettings, ProfileSettings, SessionSettings, WorldSettings
+from hippograph.dates import with_dates
 from hippograph.errors import Conflict, HippographError, InvalidInput, NotFound
 from hippograph.extraction.base import Extraction, Extractor
 from hippograph.forgetting import Compactor, Forgetting
@@ -503,7 +504,8 @@ class Hippograph:
 
     def _memory_item(self, user_id: str, c: Candidate, outdated: str | None) -> ContextItem:
         prov = self._hit_provenance(user_id, MemoryKind(c.kind), c.source_ids)
-        text = f"{c.text} [{outdated}]" if outdated else c.text
+        text = with_dates(c.text, c.timestamp) if c.message else c.text
+        text = f"{text} [{outdated}]" if outdated else text
         return ContextItem(id=c.id, section="memories", kind=c.kind, text=text, score=round(c.score, 6),
                            timestamp=c.timestamp, provenance=prov, via=c.via)
 

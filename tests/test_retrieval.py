@@ -61,10 +61,10 @@ def test_second_hop_finds_what_the_first_hit_names(service: Hippograph) -> None:
     assert trace["expanded"] >= 0 and any("expansion" in c.via for c in cands[:2])
 
 
-def test_multi_hop_plan_reports_linked_entities_and_facts(service: Hippograph) -> None:
-    result = service.context("lib", "Which film of Stephen King was shot in Leland?", plan_name="multi_hop")
+def test_graph_plan_reports_linked_entities_and_facts(service: Hippograph) -> None:
+    result = service.context("lib", "Which film of Stephen King was shot in Leland?", plan_name="graph")
     trace = result.plan["trace"]
-    assert result.plan["name"] == "multi_hop" and "Leland" in trace["linked_entities"]
+    assert result.plan["name"] == "graph" and "Leland" in trace["linked_entities"]
     assert isinstance(trace["graph_facts"], list) and trace["graph_episodes"] > 0
     assert "Maximum Overdrive was filmed in Leland" in result.context
 

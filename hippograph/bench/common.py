@@ -26,13 +26,14 @@ T = TypeVar("T")
 
 #: baselines that rank stored turns by one retriever, then fill the budget in rank order
 RANKED_BASELINES = {"bm25": "lexical", "dense": "dense", "bm25+dense": "hybrid"}
-#: with --ablate: Hippograph with one route switched off (plan parameters overridden), same stores
+#: with --ablate: Hippograph with one route switched off (plan parameters overridden), same stores; a
+#: route the default plans leave out ("+") is switched on instead
 ABLATIONS: dict[str, dict[str, object]] = {
     "hippograph -replies": {"reply_weight": 0.0},
     "hippograph -second hop": {"expand_hits": 0},
     "hippograph -named dates": {"dated_weight": 0.0},
     "hippograph -facts": {"derived_weight": 0.0},
-    "hippograph -graph": {"graph": False},
+    "hippograph +graph": {"graph": True},
 }
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from hippograph.graph.base import GraphStore
 from hippograph.graph.schema import normalise
 from hippograph.ingest import episode_text
-from hippograph.models import Entity, Episode, MemoryKind, Note, VectorHit
+from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, VectorHit
 from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
 from hippograph.vectors.base import VectorFilter
@@ -39,6 +39,7 @@ class Candidate:
     score: float = 0.0
     via: list[str] = field(default_factory=list)
     session_id: str | None = None
+    message: bool = True  # a message (its relative dates are shown resolved), not a document or note
 
 
 def rank_score(rank: int) -> float:
@@ -57,7 +58,8 @@ def _mix(query: Sequence[float] | None, hit: Sequence[float] | None) -> list[flo
 
 
 def _from_hit(h: VectorHit, route: str) -> Candidate:
-    return Candidate(h.id, h.kind.value, h.text, h.timestamp, h.source_ids, h.score, [route], h.session_id)
+    return Candidate(h.id, h.kind.value, h.text, h.timestamp, h.source_ids, h.score, [route], h.session_id,
+                     message=h.kind == MemoryKind.episode and h.extra.get("role") != EpisodeKind.document.value)
 
 
 def _credit(found: dict[str, Candidate], ranked: Iterable[Candidate | None], route: str, weight: float) -> int:
@@ -81,7 +83,7 @@ def _credit(found: dict[str, Candidate], ranked: Iterable[Candidate | None], rou
 
 def _from_episode(e: Episode, route: str) -> Candidate:
     return Candidate(e.id, MemoryKind.episode.value, episode_text(e), e.timestamp, [e.client_id or e.id], 0.0,
-                     [route], e.session_id)
+                     [route], e.session_id, message=e.kind == EpisodeKind.message)
 
 
 class Retriever:

@@ -47,8 +47,9 @@ class ContextRequest(Strict):
     session_id: Id | None = None
     query: str = Field(min_length=1, max_length=20_000)
     token_budget: int | None = Field(None, ge=64, le=200_000)
-    plan: Literal["single_hop", "multi_hop", "temporal", "profile"] | None = Field(
-        None, description="Force a plan instead of letting the planner choose."
+    plan: Literal["single_hop", "multi_hop", "graph", "temporal", "profile"] | None = Field(
+        None, description="Force a plan instead of letting the planner choose (`graph`: the graph route, "
+                          "which the planner does not choose by itself)."
     )
 
 

@@ -22,7 +22,8 @@ class Indexer:
         texts = [r.text for r in records]
         unique = list(dict.fromkeys(texts))  # relations often share their sentence: embed it once
         vectors = dict(zip(unique, self.embedder.embed(unique), strict=True))
-        self.store.upsert(records, [vectors[t] for t in texts], self.sparse.encode_documents(texts))
+        lexical = [f"{r.text} {r.lexical_extra}" if r.lexical_extra else r.text for r in records]
+        self.store.upsert(records, [vectors[t] for t in texts], self.sparse.encode_documents(lexical))
 
     def search(
         self, flt: VectorFilter, query: str, limit: int, mode: str = "hybrid",

@@ -63,8 +63,8 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
         # the multi-hop plan on Neo4j: entities linked by exact name, PageRank over the mention graph,
         # relation facts in the trace, outdated statements marked
         ctx = client.post("/v1/context", json={"user_id": name, "query": "What region does Acme Corp's manager run?",
-                                               "plan": "multi_hop", "token_budget": 400}).json()
-        assert ctx["plan"]["name"] == "multi_hop" and "Acme Corp" in ctx["plan"]["trace"]["linked_entities"]
+                                               "plan": "graph", "token_budget": 400}).json()
+        assert ctx["plan"]["name"] == "graph" and "Acme Corp" in ctx["plan"]["trace"]["linked_entities"]
         assert ctx["plan"]["trace"]["graph_facts"] and ctx["plan"]["trace"]["graph_episodes"] >= 1
         assert "I manage the Northwest region at Acme Corp." in ctx["context"] and "outdated since" in ctx["context"]
 

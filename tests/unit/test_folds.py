@@ -33,15 +33,19 @@ def test_the_choice_is_made_on_the_other_folds() -> None:
 
 def test_ties_keep_the_default_and_ablations_are_measured_on_the_held_out_fold() -> None:
     def score(i: int, c: Candidate) -> float:
-        graph_off = dict(c.overrides).get("graph") is False
-        return 0.4 if graph_off and i % 2 else 0.6  # switching the graph off loses on odd items
+        graph_on = dict(c.overrides).get("graph") is True
+        replies_off = dict(c.overrides).get("reply_weight") == 0.0
+        if graph_on:
+            return 0.8 if i % 2 else 0.6  # switching the graph on gains on odd items (every fold)
+        return 0.4 if replies_off and i % 2 else 0.6  # switching the replies off loses on odd items
 
     cv = cross_validate(fold_slices(6, 3), score, ["x"] * 6, ["x"], candidates=(DEFAULT, A),
-                        routes=("hippograph -graph", "hippograph -replies"))
+                        routes=("hippograph +graph", "hippograph -replies", "hippograph -facts"))
     assert all(p["chosen"] == "default" for p in cv["per_fold"])  # A is no better: the default stays
-    graph = cv["ablations"]["hippograph -graph"]
-    assert graph["out_of_fold_delta"] == -10.0 and graph["earns_its_place"]
-    assert not cv["ablations"]["hippograph -replies"]["earns_its_place"]  # no loss without it
+    graph, replies = cv["ablations"]["hippograph +graph"], cv["ablations"]["hippograph -replies"]
+    assert graph["out_of_fold_delta"] == 10.0 and graph["earns_its_place"]  # on, it gains
+    assert replies["out_of_fold_delta"] == -10.0 and replies["earns_its_place"]  # off, it loses
+    assert not cv["ablations"]["hippograph -facts"]["earns_its_place"]  # no loss without it
 
 
 def test_every_candidate_is_a_valid_plan_setting() -> None:
