@@ -5,7 +5,7 @@ retrieval can resolve a question's relative dates with the same rules."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
@@ -113,6 +113,69 @@ _WEEKDAY_SAID = re.compile(rf"\b(?P<which>last|next|this past|this coming)\s+(?P
                            re.IGNORECASE)
 
 
+def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=UTC)
+    return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+
+
+def _day_span(when: datetime) -> tuple[datetime, datetime]:
+    start = datetime(when.year, when.month, when.day, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def _week_span(when: datetime) -> tuple[datetime, datetime]:
+    start = _day_span(when)[0] - timedelta(days=when.weekday())
+    return start, start + timedelta(days=7)
+
+
+def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime] | None:
+    """The stretch of time one relative phrase of `_RELATIVE` means, said at `at` (UTC days)."""
+    if m["ago"]:
+        n, unit = _count(m.group(2)), m["unit"].lower()
+        if unit == "day":
+            return _day_span(at - timedelta(days=n))
+        if unit == "week":
+            return _week_span(at - timedelta(days=7 * n))
+        if unit == "month":
+            return _month_span(*_shift_months(at, -n))
+        return datetime(at.year - n, 1, 1, tzinfo=UTC), datetime(at.year - n + 1, 1, 1, tzinfo=UTC)
+    if m["rel"]:
+        which, unit = m["which"].lower(), m["runit"].lower()
+        step = -1 if which in ("last", "past") else 1 if which == "next" else 0
+        if unit == "week":
+            return _week_span(at + timedelta(days=7 * step))
+        if unit == "month":
+            return _month_span(*_shift_months(at, step))
+        return datetime(at.year + step, 1, 1, tzinfo=UTC), datetime(at.year + step + 1, 1, 1, tzinfo=UTC)
+    if m["named"]:
+        meant = _replacement(m, at).rsplit(" ", 2)
+        month = next(i for i, n in enumerate(MONTHS, 1) if n == meant[-2])
+        return _month_span(int(meant[-1]), month)
+    day = {"yesterday": -1, "today": 0, "tomorrow": 1}[m["day"].lower()]
+    return _day_span(at + timedelta(days=day))
+
+
+def spans_in(text: str, at: datetime) -> list[tuple[datetime, datetime]]:
+    """The stretches of time (UTC, [start, end)) the message's relative dates mean, as `dates_in` finds
+    them: "yesterday" said on 8 May 2023 is 7 May; "last week" is the Monday-to-Sunday week before."""
+    out = []
+    for m in _RELATIVE.finditer(text):
+        if (m["day"] and m["day"].lower() == "today") or (m["which"] and m["which"].lower() == "this"):
+            continue
+        if (span := _span(m, at)) is not None:
+            out.append(span)
+    for m in _WEEKDAY_SAID.finditer(text):
+        out.append(_day_span(_weekday(m, at)))
+    return out
+
+
+def _weekday(m: re.Match[str], at: datetime) -> datetime:
+    day = _WEEKDAYS.index(m["weekday"].lower())
+    if m["which"].lower() in ("last", "this past"):
+        return at - timedelta(days=(at.weekday() - day) % 7 or 7)
+    return at + timedelta(days=(day - at.weekday()) % 7 or 7)
+
+
 def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
     """Each relative date a message says, with the date it means when said at `at`, in the order said:
     ("yesterday", "7 May 2023"), ("last Tuesday", "2 May 2023"), ("two months ago", "March 2023"),
@@ -125,12 +188,7 @@ def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
         meant = _replacement(m, at)
         found.append((m.start(), m.group(0), meant.split(" ", 1)[1] if meant.startswith(("on ", "in ")) else meant))
     for m in _WEEKDAY_SAID.finditer(text):
-        day = _WEEKDAYS.index(m["weekday"].lower())
-        if m["which"].lower() in ("last", "this past"):
-            when = at - timedelta(days=(at.weekday() - day) % 7 or 7)
-        else:
-            when = at + timedelta(days=(day - at.weekday()) % 7 or 7)
-        found.append((m.start(), m.group(0), day_month_year(when)))
+        found.append((m.start(), m.group(0), day_month_year(_weekday(m, at))))
     out = [(said, meant) for _, said, meant in sorted(found)]
     return list(dict.fromkeys(out))
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from hippograph.dates import spans_in
 from hippograph.graph.base import GraphStore
 from hippograph.graph.schema import normalise
 from hippograph.ingest import episode_text
@@ -26,6 +27,9 @@ from hippograph.vectors.payload import RRF_K
 
 #: a note or relation stands for at most this many of the episodes it came from: the latest ones
 SOURCES_PER_FACT = 3
+# how far from a time a question names a message may have been said and still say it ("yesterday", "last
+# month"); chosen to cover "last month" said late in the next, not tuned
+SAID_AROUND = timedelta(days=45)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 
 
@@ -155,6 +159,13 @@ class Retriever:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start,
                                until=end - timedelta(microseconds=1))
             hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
+            # what was said around then about then: "yesterday" said the day after, "next Friday" before
+            near = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start - SAID_AROUND,
+                                until=end + SAID_AROUND)
+            hits += [h for h in self.indexer.search(near, query, plan.recall_limit, mode=plan.recall_mode,
+                                                    dense_vector=dense)
+                     if not start <= h.timestamp < end
+                     and any(a < end and start < b for a, b in spans_in(h.text, h.timestamp))]
             _credit(found, (_from_hit(h, "dated") for h in hits if h.id not in exclude_ids), "dated", plan.dated_weight)
         return [f"{a:%Y-%m-%d}..{b - timedelta(days=1):%Y-%m-%d}" for a, b in windows]
 
