@@ -29,17 +29,7 @@ from typing import Any, Self
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from hippograph.errors import (
-    BackendUnavailable,
-    Conflict,
-    Forbidden,
-    HippographError,
-    InsufficientStorage,
-    InvalidInput,
-    NotFound,
-    RateLimited,
-    Unauthorized,
-)
+from hippograph.errors import BackendUnavailable, HippographError, InvalidInput, RateLimited
 from hippograph.ingest import IngestResult
 from hippograph.operations import (
     BY_NAME,
@@ -52,13 +42,16 @@ from hippograph.operations import (
     ProfileOut,
     SessionsOut,
 )
+from hippograph.server.app import STATUS
 from hippograph.server.schemas import EntityOut, HandoffOut, NeighborsOut
 from hippograph.service import ContextResult, SearchHit
 
-_BY_STATUS: dict[int, type[HippographError]] = {
-    400: InvalidInput, 401: Unauthorized, 403: Forbidden, 404: NotFound, 405: InvalidInput, 409: Conflict,
-    413: InvalidInput, 415: InvalidInput, 422: InvalidInput, 503: BackendUnavailable, 507: InsufficientStorage,
-}
+# the server's own table of which error answers which status, read backwards (503: BackendUnavailable), and
+# the statuses it answers without one of its errors (malformed JSON, a body too large, a wrong method)
+_BY_STATUS: dict[int, type[HippographError]] = {400: InvalidInput, 405: InvalidInput, 413: InvalidInput,
+                                                415: InvalidInput}
+for _cls, _code in STATUS.items():
+    _BY_STATUS.setdefault(_code, _cls)
 _RETRY = frozenset({429, 503})
 MAX_WAIT = 30.0  # seconds: no single wait is longer, whatever Retry-After says
 
