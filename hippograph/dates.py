@@ -5,6 +5,7 @@ retrieval can resolve a question's relative dates with the same rules."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -113,7 +114,8 @@ _WEEKDAY_SAID = re.compile(rf"\b(?P<which>last|next|this past|this coming)\s+(?P
                            re.IGNORECASE)
 
 
-def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
+def month_span(year: int, month: int) -> tuple[datetime, datetime]:
+    """The month as [its first day, the next month's first day) in UTC."""
     start = datetime(year, month, 1, tzinfo=UTC)
     return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
 
@@ -128,7 +130,15 @@ def _week_span(when: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=7)
 
 
-def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime] | None:
+def _shifting(text: str) -> Iterator[re.Match[str]]:
+    """The relative dates of the text that move away from when it was said: not "today" or "this
+    week/month/year", which the message's own date already says."""
+    for m in _RELATIVE.finditer(text):
+        if not ((m["day"] and m["day"].lower() == "today") or (m["which"] and m["which"].lower() == "this")):
+            yield m
+
+
+def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime]:
     """The stretch of time one relative phrase of `_RELATIVE` means, said at `at` (UTC days)."""
     if m["ago"]:
         n, unit = _count(m.group(2)), m["unit"].lower()
@@ -137,7 +147,7 @@ def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime] | None:
         if unit == "week":
             return _week_span(at - timedelta(days=7 * n))
         if unit == "month":
-            return _month_span(*_shift_months(at, -n))
+            return month_span(*_shift_months(at, -n))
         return datetime(at.year - n, 1, 1, tzinfo=UTC), datetime(at.year - n + 1, 1, 1, tzinfo=UTC)
     if m["rel"]:
         which, unit = m["which"].lower(), m["runit"].lower()
@@ -145,12 +155,12 @@ def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime] | None:
         if unit == "week":
             return _week_span(at + timedelta(days=7 * step))
         if unit == "month":
-            return _month_span(*_shift_months(at, step))
+            return month_span(*_shift_months(at, step))
         return datetime(at.year + step, 1, 1, tzinfo=UTC), datetime(at.year + step + 1, 1, 1, tzinfo=UTC)
     if m["named"]:
         meant = _replacement(m, at).rsplit(" ", 2)
         month = next(i for i, n in enumerate(MONTHS, 1) if n == meant[-2])
-        return _month_span(int(meant[-1]), month)
+        return month_span(int(meant[-1]), month)
     day = {"yesterday": -1, "today": 0, "tomorrow": 1}[m["day"].lower()]
     return _day_span(at + timedelta(days=day))
 
@@ -158,15 +168,8 @@ def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime] | None:
 def spans_in(text: str, at: datetime) -> list[tuple[datetime, datetime]]:
     """The stretches of time (UTC, [start, end)) the message's relative dates mean, as `dates_in` finds
     them: "yesterday" said on 8 May 2023 is 7 May; "last week" is the Monday-to-Sunday week before."""
-    out = []
-    for m in _RELATIVE.finditer(text):
-        if (m["day"] and m["day"].lower() == "today") or (m["which"] and m["which"].lower() == "this"):
-            continue
-        if (span := _span(m, at)) is not None:
-            out.append(span)
-    for m in _WEEKDAY_SAID.finditer(text):
-        out.append(_day_span(_weekday(m, at)))
-    return out
+    return [*(_span(m, at) for m in _shifting(text)),
+            *(_day_span(_weekday(m, at)) for m in _WEEKDAY_SAID.finditer(text))]
 
 
 def _weekday(m: re.Match[str], at: datetime) -> datetime:
@@ -182,9 +185,7 @@ def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
     ("last year", "2022"). Left out: a weekday alone ("on Friday": past or coming, it cannot be told), and
     "today" or "this week/month/year", which the message's own date already says."""
     found: list[tuple[int, str, str]] = []
-    for m in _RELATIVE.finditer(text):
-        if (m["day"] and m["day"].lower() == "today") or (m["which"] and m["which"].lower() == "this"):
-            continue  # the day, week, month or year it was said: its own date says as much
+    for m in _shifting(text):
         meant = _replacement(m, at)
         found.append((m.start(), m.group(0), meant.split(" ", 1)[1] if meant.startswith(("on ", "in ")) else meant))
     for m in _WEEKDAY_SAID.finditer(text):

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -183,7 +184,6 @@ def _block_only(data: dict) -> dict:
 
 
 def _segment(value: str) -> str:
-    from urllib.parse import quote
     return quote(value, safe="")
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from hippograph.dates import month_span
+
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|" \
@@ -64,9 +66,7 @@ def date_windows(query: str) -> list[tuple[datetime, datetime]]:
     for m in _MONTH_YEAR.finditer(query):
         if any(a <= m.start() < b for a, b in spans):
             continue
-        start = datetime(int(m[2]), _month(m[1]), 1, tzinfo=UTC)
-        end = datetime(start.year + start.month // 12, start.month % 12 + 1, 1, tzinfo=UTC)
-        windows.append((start, end))
+        windows.append(month_span(int(m[2]), _month(m[1])))
     return list(dict.fromkeys(windows))
 
 
