@@ -398,7 +398,15 @@ def episode_record(e: Episode) -> VectorRecord:
     dates = dates_said(e.content, e.timestamp) if e.kind == EpisodeKind.message else ""
     return VectorRecord(id=e.id, user_id=e.user_id, kind=MemoryKind.episode, text=episode_text(e),
                         session_id=e.session_id, timestamp=e.timestamp, source_ids=[e.client_id or e.id],
-                        extra={"role": e.role.value if e.role else e.kind.value}, lexical_extra=dates)
+                        extra=episode_extra(e), lexical_extra=dates)
+
+
+def episode_extra(e: Episode) -> dict[str, str]:
+    """The filterable fields of a message or document: its role, and who said it (lower-cased)."""
+    extra = {"role": e.role.value if e.role else e.kind.value}
+    if e.name and e.kind == EpisodeKind.message:
+        extra["speaker"] = e.name.lower()
+    return extra
 
 
 def note_record(n: Note) -> VectorRecord:

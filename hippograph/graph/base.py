@@ -154,6 +154,10 @@ class GraphStore(Protocol):
         """Exact lookup by normalised name (see `schema.normalise`): for each norm found, its entities."""
         ...
 
+    def speakers_named(self, user_id: str, names: Sequence[str]) -> list[str]:
+        """Which of these names (compared without case) have spoken in the user's messages, as stored."""
+        ...
+
     def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
         """Insert relations; an identical current relation (same ends and predicate) only gains the
         new source episode ids. Returns the stored relations in input order."""

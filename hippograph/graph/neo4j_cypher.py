@@ -43,6 +43,7 @@ SCHEMA = [
     "CREATE INDEX hg_entity_norm IF NOT EXISTS FOR (e:Entity) ON (e.user_id, e.norm)",
     "CREATE INDEX hg_episode_user IF NOT EXISTS FOR (e:Episode) ON (e.user_id)",
     "CREATE INDEX hg_episode_session IF NOT EXISTS FOR (e:Episode) ON (e.user_id, e.session_id)",
+    "CREATE INDEX hg_episode_speaker IF NOT EXISTS FOR (e:Episode) ON (e.user_id, e.speaker_key)",
     "CREATE INDEX hg_episode_processed IF NOT EXISTS FOR (e:Episode) ON (e.processed)",
     "CREATE INDEX hg_episode_ord IF NOT EXISTS FOR (e:Episode) ON (e.ord)",
     "CREATE INDEX hg_note_user IF NOT EXISTS FOR (n:Note) ON (n.user_id)",
@@ -111,6 +112,10 @@ RETURN row.props.id AS id
 _EP = "RETURN e {.*} AS e"
 GET_EPISODES = f"MATCH (e:Episode) WHERE e.id IN $ids AND e.user_id = $user {_EP} ORDER BY e.id"
 EPISODES_BY_IDS = f"MATCH (e:Episode) WHERE e.id IN $ids {_EP} ORDER BY e.id"
+SPEAKERS_NAMED = """
+MATCH (e:Episode {user_id: $user}) WHERE e.speaker_key IN $keys AND e.kind = 'message'
+RETURN DISTINCT e.speaker AS name ORDER BY name
+"""
 SESSION_EPISODES = f"MATCH (e:Episode {{user_id: $user, session_id: $session}}) {_EP} ORDER BY e.seq, e.ts, e.ord"
 NEXT_EPISODES = """
 MATCH (a:Episode) WHERE a.id IN $ids AND a.user_id = $user AND a.session_id IS NOT NULL
@@ -391,6 +396,7 @@ def entity_props(ent: Entity, norm: str) -> dict[str, Any]:
 def episode_props(ep: Episode) -> dict[str, Any]:
     return {"id": ep.id, "user_id": ep.user_id, "session_id": ep.session_id, "agent_id": ep.agent_id,
             "kind": ep.kind.value, "role": ep.role.value if ep.role else None, "speaker": ep.name,
+            "speaker_key": ep.name.lower() if ep.name else None,
             "name": caption(f"{ep.name or ep.title or ep.role or ep.kind.value}: {ep.content}"),
             "title": ep.title, "content": ep.content, "client_id": ep.client_id, "ts": to_neo(ep.timestamp),
             "seq": ep.seq, "metadata": json.dumps(ep.metadata)}

@@ -359,6 +359,10 @@ class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy):
             out.setdefault(r["hit"], []).append(cy.to_entity(r["e"]))
         return out
 
+    def speakers_named(self, user_id: str, names: Sequence[str]) -> list[str]:
+        keys = list(dict.fromkeys(n.lower() for n in names if n))[:500]
+        return [r["name"] for r in self._query(cy.SPEAKERS_NAMED, user=user_id, keys=keys)] if keys else []
+
     # --- relations -----------------------------------------------------------------------------
     def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
         for rel in relations:

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS episodes (
 );
 CREATE INDEX IF NOT EXISTS episodes_session ON episodes(user_id, session_id, seq);
 CREATE INDEX IF NOT EXISTS episodes_pending ON episodes(processed);
+CREATE INDEX IF NOT EXISTS episodes_speaker ON episodes(user_id, name COLLATE NOCASE);
 CREATE TABLE IF NOT EXISTS entities (
     id       TEXT PRIMARY KEY,
     user_id  TEXT NOT NULL,

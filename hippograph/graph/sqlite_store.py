@@ -359,6 +359,14 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
                 out.setdefault(r["hit"], []).append(entity_of(r))
         return out
 
+    def speakers_named(self, user_id: str, names: Sequence[str]) -> list[str]:
+        names = list(dict.fromkeys(n for n in names if n))[:500]
+        if not names:
+            return []
+        rows = self._rows(f"SELECT DISTINCT name FROM episodes WHERE user_id=? AND name COLLATE NOCASE IN "
+                          f"({marks(len(names))}) AND kind='message' ORDER BY name", (user_id, *names))
+        return [r["name"] for r in rows]
+
     # --- relations -----------------------------------------------------------------------------
     def add_relations(self, relations: Sequence[Relation]) -> list[Relation]:
         out: list[Relation] = []

@@ -20,6 +20,7 @@ class Plan:
     all_notes: bool = False  # put every current note in the block (profile questions)
     notes_limit: int = 3  # notes picked by similarity when not all are shown
     derived_weight: float = 0.3  # weight of notes/relation facts matched, standing for their messages
+    person_weight: float = 0.0  # weight of the search in each named speaker's own messages
     dated_weight: float = 1.0  # weight of a search within the days/months the question names
     expand_hits: int = 2  # best hits whose text extends the query for a second search (a second hop)
     expand_weight: float = 1.0  # weight of the first of those searches (the i-th weighs 1/i of it)

@@ -30,6 +30,8 @@ SOURCES_PER_FACT = 3
 # how far from a time a question names a message may have been said and still say it ("yesterday", "last
 # month"); chosen to cover "last month" said late in the next, not tuned
 SAID_AROUND = timedelta(days=45)
+#: at most this many people named in one question are searched on their own
+PEOPLE_LIMIT = 3
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 
 
@@ -113,6 +115,8 @@ class Retriever:
         trace["recall"] = len(found)
         if plan.derived_weight or plan.notes_limit:
             trace["derived"], trace["notes"] = self._derived(plan, user_id, query, dense, found, exclude_ids)
+        if plan.person_weight:
+            trace["people"] = self._people(plan, user_id, query, found, exclude_ids)
         windows = date_windows(query) if plan.dated_weight else []
         if windows:
             trace["dated"] = self._dated(plan, user_id, query, dense, windows, found, exclude_ids)
@@ -148,6 +152,27 @@ class Retriever:
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, missing)} if missing else {}
         ranked = [found.get(ep) or (_from_episode(episodes[ep], "derived") if ep in episodes else None) for ep in order]
         return _credit(found, ranked, "derived", plan.derived_weight), notes
+
+    def _people(self, plan: Plan, user_id: str, query: str, found: dict[str, Candidate], exclude_ids: set[str],
+                ) -> list[str]:
+        """The question names people who speak in the conversations ("What activities does Melanie
+        partake in?"): what each of them said is searched on its own, by the rest of the question, so
+        their messages about it rise even where the whole question is closer to something else. Each
+        person's search weighs `plan.person_weight`."""
+        words = [w.removesuffix("'s").removesuffix("\u2019s") for w in _WORD.findall(query)]
+        grams = [" ".join(words[i:i + n]) for n in (2, 1) for i in range(len(words) - n + 1)]
+        people = self.graph.speakers_named(user_id, [g for g in grams if len(g) > 1])[:PEOPLE_LIMIT]
+        if not people:
+            return []
+        rests = [_without(query, name) for name in people]
+        vectors: list[list[float] | None] = (
+            list(self.indexer.embedder.embed(rests)) if plan.recall_mode != "lexical" else [None] * len(rests))
+        for name, rest, vector in zip(people, rests, vectors, strict=True):
+            flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], extra={"speaker": name.lower()})
+            hits = self.indexer.search(flt, rest, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector)
+            _credit(found, (_from_hit(h, "person") for h in hits if h.id not in exclude_ids), "person",
+                    plan.person_weight)
+        return people
 
     def _dated(
         self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None,
@@ -264,6 +289,13 @@ class Retriever:
             return self.graph.list_notes(user_id)
         by_id = {n.id: n for n in self.graph.notes_by_ids(list(matched)) if n.current}
         return [by_id[i] for i in matched if i in by_id]
+
+
+def _without(query: str, name: str) -> str:
+    """The question with a name (and its possessive) taken out: what is asked about the person."""
+    rest = re.sub(rf"\b{re.escape(name)}(?:['\u2019]s)?\b", " ", query, flags=re.IGNORECASE)
+    rest = " ".join(rest.split())
+    return rest if _WORD.search(rest) else query
 
 
 _STOP = frozenset(

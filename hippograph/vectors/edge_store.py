@@ -46,6 +46,7 @@ from hippograph.vectors.payload import (
     DENSE,
     LEXICAL,
     RRF_K,
+    SPEAKER_FIELD,
     TIME_FIELD,
     check_batch,
     check_query,
@@ -178,6 +179,7 @@ class EdgeVectorStore:
             "kind": qe.PayloadSchemaType.Keyword,
             "session_id": qe.PayloadSchemaType.Keyword,
             TIME_FIELD: qe.PayloadSchemaType.Float,
+            SPEAKER_FIELD: qe.PayloadSchemaType.Keyword,
         }
         for field_name, schema in wanted.items():
             if field_name not in present:

@@ -15,6 +15,8 @@ LEXICAL = "lexical"
 #: The RRF constant: Qdrant's default (`Fusion.RRF` on a server and in qdrant-client's local mode).
 RRF_K = 2
 TIME_FIELD = "ts"
+#: who said a message (lower-cased), so one person's messages can be searched on their own
+SPEAKER_FIELD = "extra.speaker"
 
 
 

@@ -22,6 +22,7 @@ from hippograph.vectors.base import SIZE_HINT, SparseVec, VectorFilter
 from hippograph.vectors.payload import (
     DENSE,
     LEXICAL,
+    SPEAKER_FIELD,
     TIME_FIELD,
     check_batch,
     check_query,
@@ -37,6 +38,7 @@ _PAYLOAD_INDEXES: dict[str, Any] = {
     "kind": models.PayloadSchemaType.KEYWORD,
     "session_id": models.PayloadSchemaType.KEYWORD,
     TIME_FIELD: models.PayloadSchemaType.FLOAT,
+    SPEAKER_FIELD: models.PayloadSchemaType.KEYWORD,
 }
 
 

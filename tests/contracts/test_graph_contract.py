@@ -12,7 +12,7 @@ import pytest
 from hippograph.errors import BackendUnavailable, InvalidInput
 from hippograph.graph.base import GraphStore
 from hippograph.graph.neo4j_store import Neo4jGraphStore
-from hippograph.models import AuditEvent, Entity, Episode, Note, NoteKind, Relation, Role, new_id
+from hippograph.models import AuditEvent, Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, new_id
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -128,6 +128,18 @@ def test_mentions_and_exact_names_and_episode_ranking(store: GraphStore) -> None
     from_ep0 = [eid for eid, _ in store.rank_episodes("u1", {"u1-ep0": 1.0}, limit=10)]
     assert from_ep0[0] == "u1-ep1" and "u1-ep0" not in from_ep0
     assert store.rank_episodes("u1", {"unknown": 1.0}) == []
+
+
+def test_speakers_are_found_by_name_without_case(store: GraphStore) -> None:
+    melanie = ep("u1", 0).model_copy(update={"name": "Melanie"})
+    jon = ep("u1", 1).model_copy(update={"name": "Jon", "role": Role.assistant})
+    doc = Episode(id="u1-doc", user_id="u1", kind=EpisodeKind.document, name="Gina", title="notes",
+                  content="Gina wrote this", timestamp=T0)
+    other = ep("u2", 0).model_copy(update={"name": "Caroline"})
+    store.add_episodes([melanie, jon, doc, other])
+    assert store.speakers_named("u1", ["melanie", "JON", "gina", "caroline", "what"]) == ["Jon", "Melanie"]
+    assert store.speakers_named("u2", ["melanie", "caroline"]) == ["Caroline"]
+    assert store.speakers_named("u1", []) == []
 
 
 def test_invalid_relations_leave_traversal(store: GraphStore) -> None:
