@@ -17,7 +17,7 @@ _MONTH_NAMES = "|".join(MONTHS)
 _RELATIVE = re.compile(
     rf"\b(?P<ago>{_COUNT}\s+(?P<unit>day|week|month|year)s?\s+ago)"
     r"|\b(?P<rel>(?P<edge>(?:at|by) the (?:start|beginning|end) of |early |late )?"
-    r"(?P<which>last|this|next|past) (?P<runit>month|year|week))"
+    r"(?P<which>last|this|next|past) (?P<runit>month|year|week)\b)"
     rf"|\b(?P<named>(?:in|since|from|on|by|until|back in) (?P<month>{_MONTH_NAMES})(?!\s*,?\s*\d))"
     r"|\b(?P<day>yesterday|today|tomorrow)\b",
     re.IGNORECASE,
@@ -165,11 +165,46 @@ def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime]:
     return _day_span(at + timedelta(days=day))
 
 
+# said in conversation, not in notes: "last night", "last weekend", "this past weekend", "two weekends ago",
+# "this weekend" (the coming one, or the one it is). "Next weekend" is left out: this one or the one after
+# cannot be told.
+_NEAR_SAID = re.compile(rf"\b(?P<night>last night)\b|\b(?P<weekend>last|this past|past|this) weekend\b|"
+                        rf"\b(?P<count>{_COUNT}) weekends? ago\b", re.IGNORECASE)
+
+
+def _near_span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime]:
+    today = _day_span(at)[0]
+    if m["night"]:
+        return today - timedelta(days=1), today
+    saturday = today - timedelta(days=(at.weekday() - 5) % 7)  # the latest Saturday, today included
+    if m["weekend"] and m["weekend"].lower() == "this":
+        saturday = saturday if at.weekday() >= 5 else saturday + timedelta(days=7)
+    else:
+        if saturday + timedelta(days=1) >= today:  # said on the weekend: the one before
+            saturday -= timedelta(days=7)
+        if m["count"]:
+            saturday -= timedelta(days=7 * (_count(m["count"]) - 1))
+    return saturday, saturday + timedelta(days=2)
+
+
+def _days_text(start: datetime, end: datetime) -> str:
+    """[start, end) as "6–7 May 2023", "30 April – 1 May 2023" or "7 May 2023"."""
+    last = end - timedelta(days=1)
+    if last.date() == start.date():
+        return day_month_year(start)
+    if (start.year, start.month) == (last.year, last.month):
+        return f"{start.day}\u2013{day_month_year(last)}"
+    first = day_month_year(start) if start.year != last.year else f"{start.day} {MONTHS[start.month - 1]}"
+    return f"{first} \u2013 {day_month_year(last)}"
+
+
 def spans_in(text: str, at: datetime) -> list[tuple[datetime, datetime]]:
     """The stretches of time (UTC, [start, end)) the message's relative dates mean, as `dates_in` finds
-    them: "yesterday" said on 8 May 2023 is 7 May; "last week" is the Monday-to-Sunday week before."""
+    them: "yesterday" said on 8 May 2023 is 7 May; "last week" is the Monday-to-Sunday week before;
+    "last weekend" the Saturday and Sunday before."""
     return [*(_span(m, at) for m in _shifting(text)),
-            *(_day_span(_weekday(m, at)) for m in _WEEKDAY_SAID.finditer(text))]
+            *(_day_span(_weekday(m, at)) for m in _WEEKDAY_SAID.finditer(text)),
+            *(_near_span(m, at) for m in _NEAR_SAID.finditer(text))]
 
 
 def _weekday(m: re.Match[str], at: datetime) -> datetime:
@@ -186,10 +221,13 @@ def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
     "today" or "this week/month/year", which the message's own date already says."""
     found: list[tuple[int, str, str]] = []
     for m in _shifting(text):
-        meant = _replacement(m, at)
+        week = (m["unit"] or m["runit"] or "").lower() == "week"  # a week says its days, not its month
+        meant = f"on {_days_text(*_span(m, at))}" if week else _replacement(m, at)
         found.append((m.start(), m.group(0), meant.split(" ", 1)[1] if meant.startswith(("on ", "in ")) else meant))
     for m in _WEEKDAY_SAID.finditer(text):
         found.append((m.start(), m.group(0), day_month_year(_weekday(m, at))))
+    for m in _NEAR_SAID.finditer(text):
+        found.append((m.start(), m.group(0), _days_text(*_near_span(m, at))))
     out = [(said, meant) for _, said, meant in sorted(found)]
     return list(dict.fromkeys(out))
 

@@ -29,6 +29,15 @@ def service() -> Iterator[Hippograph]:
         for i, (session, role, text, when) in enumerate(talk):
             svc.remember("ana", session, None, [MessageIn(id=f"m{i}", role=Role.user if role == "u" else Role.assistant,
                                                          content=text, timestamp=when)])
+        group = [  # two friends talk; the question is about what one of them does
+            ("Melanie", "I'm off to go swimming with the kids, talk soon!"),
+            ("Caroline", "Have fun, Melanie! Activities like that are what I love doing on weekends too."),
+            ("Melanie", "I just signed up for a pottery class, it's like therapy for me."),
+            ("Caroline", "Melanie, which activities do you take part in the most? I like all sorts of activities."),
+        ]
+        svc.remember("pair", "g1", None, [MessageIn(id=f"g{i}", role=Role.user, name=name, content=text,
+                                                    timestamp=T0 + timedelta(minutes=i))
+                                          for i, (name, text) in enumerate(group)])
         docs = {
             "Leland": "Leland is a town in Brunswick County. Maximum Overdrive was filmed in Leland in 1986.",
             "Maximum Overdrive": "Maximum Overdrive is a 1986 horror film written and directed by Stephen King.",
@@ -74,3 +83,22 @@ def test_overrides_switch_a_route_off(service: Hippograph) -> None:
     plan, _, _, without = service.recall("lib", "Who directed the film that was shot in Leland?",
                                          overrides={"expand_hits": 0})
     assert "expanded" in full and "expanded" not in without and plan.expand_hits == 0
+
+
+def test_a_named_speaker_is_searched_in_what_they_said(service: Hippograph) -> None:
+    question = "What activities does melanie take part in?"
+    _, _, without, trace = service.recall("pair", question, overrides={"person_weight": 0.0})
+    assert "people" not in trace
+    assert {c.source_ids[0] for c in without[:2]} != {"g0", "g2"}  # the whole question is closer to her friend's
+    _, _, cands, trace = service.recall("pair", question, overrides={"person_weight": 2.0})
+    assert trace["people"] == ["Melanie"]
+    said_by_her = {"g0", "g2"}
+    rank = {c.source_ids[0]: i for i, c in enumerate(cands)}
+    rank_without = {c.source_ids[0]: i for i, c in enumerate(without)}
+    assert without[0].source_ids[0] not in said_by_her
+    assert all(rank[m] < rank_without[m] for m in said_by_her)
+    assert all("person" in c.via for c in cands if c.source_ids[0] in said_by_her)
+    assert not any("person" in c.via for c in cands if c.source_ids[0] not in said_by_her)
+    # nobody of that name has spoken: no such search
+    _, _, _, trace = service.recall("pair", "What activities does Gina take part in?", overrides={"person_weight": 2.0})
+    assert trace["people"] == []

@@ -53,6 +53,7 @@ GRID: dict[str, tuple[object, ...]] = {
     "expand_hits": (1, 4),
     "expand_weight": (0.5, 2.0),
     "dated_weight": (0.5, 2.0),
+    "person_weight": (0.5, 1.0),
     "graph_weight": (0.25, 1.0),
     "graph_limit": (15, 60),
     "hit_seeds": (0, 10),

@@ -59,6 +59,14 @@ MONDAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     ("I started pottery two months ago", [("two months ago", "March 2023")]),
     ("last year was rough, this year is better", [("last year", "2022")]),  # this year: its own date says it
     ("I'm at the beach today", []),
+    ("I watched the trilogy last night", [("last night", "7 May 2023")]),
+    ("we went camping last weekend", [("last weekend", "6\u20137 May 2023")]),
+    ("this past weekend was the parade", [("this past weekend", "6\u20137 May 2023")]),
+    ("two weekends ago we hiked", [("two weekends ago", "29\u201330 April 2023")]),
+    ("this weekend we're painting", [("this weekend", "13\u201314 May 2023")]),  # said on a Monday: coming
+    ("next weekend maybe", []),  # this one or the one after: cannot be told
+    ("I gave a talk at a school last week", [("last week", "1\u20137 May 2023")]),
+    ("it was a great week", []),  # not "last week", and "weekend" is not "week"
     ("see you tomorrow", [("tomorrow", "9 May 2023")]),
     ("I have a gig on Friday", []),  # past or coming: cannot be told
     ("no dates in here at all", []),
