@@ -202,6 +202,8 @@ def spans_in(text: str, at: datetime) -> list[tuple[datetime, datetime]]:
     """The stretches of time (UTC, [start, end)) the message's relative dates mean, as `dates_in` finds
     them: "yesterday" said on 8 May 2023 is 7 May; "last week" is the Monday-to-Sunday week before;
     "last weekend" the Saturday and Sunday before."""
+    if not _ANY_RELATIVE.search(text):
+        return []
     return [*(_span(m, at) for m in _shifting(text)),
             *(_day_span(_weekday(m, at)) for m in _WEEKDAY_SAID.finditer(text)),
             *(_near_span(m, at) for m in _NEAR_SAID.finditer(text))]
@@ -214,11 +216,18 @@ def _weekday(m: re.Match[str], at: datetime) -> datetime:
     return at + timedelta(days=(day - at.weekday()) % 7 or 7)
 
 
+# a word every relative date above has: most messages have none, and one search tells
+_ANY_RELATIVE = re.compile(rf"\b(?:ago|last|this|next|past|yesterday|today|tomorrow|weekends?|{_MONTH_NAMES})\b",
+                           re.IGNORECASE)
+
+
 def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:
     """Each relative date a message says, with the date it means when said at `at`, in the order said:
     ("yesterday", "7 May 2023"), ("last Tuesday", "2 May 2023"), ("two months ago", "March 2023"),
     ("last year", "2022"). Left out: a weekday alone ("on Friday": past or coming, it cannot be told), and
     "today" or "this week/month/year", which the message's own date already says."""
+    if not _ANY_RELATIVE.search(text):
+        return []
     found: list[tuple[int, str, str]] = []
     for m in _shifting(text):
         week = (m["unit"] or m["runit"] or "").lower() == "week"  # a week says its days, not its month

@@ -150,6 +150,7 @@ class _Packing:
         self.homes = {id(i): [by_id[h] for h in draft.shown_by[i.id][0] if h in by_id]
                       for i in linked if i.id in draft.shown_by}
         self.counts: dict[str, int] = {}
+        self.floors: dict[int, int] = {}
         marker = self.count("[100 earlier messages omitted]\n")
         self.head = {s: self.count(SECTION_TITLES[s] + "\n") + 1 + (marker if s == "recent" else 0)
                      for s in PRIORITY}
@@ -213,6 +214,14 @@ class _Packing:
             cost += self.count(self.header[id(item)] + "\n")
         return cost
 
+    def floor(self, item: ContextItem) -> int:
+        """The least the item can add whole: its line alone, with its own text or as a reference."""
+        if (n := self.floors.get(id(item))) is None:
+            texts = [item.text] + ([self.draft.shown_by[item.id][1]] if id(item) in self.homes else [])
+            n = self.floors[id(item)] = min(self.count(render_item(item, self.draft.dated, t) + "\n")
+                                            for t in texts)
+        return n
+
     def cost_now(self, section: str, item: ContextItem) -> int:
         return self.cost(section, item, self.cut_at(item)) if id(item) in self.kept else 0
 
@@ -233,6 +242,12 @@ class _Packing:
         With `cut_first`, a section that would show nothing shows its first item cut to fit."""
         for item in self.order[section]:
             if self.whole(item):
+                continue
+            if id(item) not in self.kept and self.spent + self.floor(item) > limit:  # cannot fit whole
+                if cut_first and not self.sizes[section]:
+                    self.cut(section, item, limit)
+                if section in WINDOWS:
+                    return
                 continue
             if self.refers(item) and id(item) in self.kept:  # cut before what it refers to came in
                 self.spent -= self.cost_now(section, item)

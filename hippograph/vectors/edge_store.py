@@ -55,6 +55,7 @@ from hippograph.vectors.payload import (
     matches_nothing,
     prefetch_limit,
     record_payload,
+    settle_ties,
 )
 
 # --- the edge store ------------------------------------------------------------------------------
@@ -339,12 +340,19 @@ class EdgeVectorStore:
         check_query(self.dim, dense, sparse)
         if limit <= 0 or matches_nothing(flt):
             return []
+        if dense is None or sparse is None:
+            return self._query(flt, limit, limit, dense, sparse)
+        return settle_ties(lambda n: self._query(flt, limit, n, dense, sparse), limit)
+
+    def _query(self, flt: VectorFilter, limit: int, n: int, dense: Sequence[float] | None,
+               sparse: SparseVec | None) -> list[VectorHit]:
+        """The best n hits, fused from the best of each vector as for `limit` hits."""
         condition = _edge_filter(flt)
         lexical = qe.SparseVector(list(sparse.indices), list(sparse.values)) if sparse is not None else None
         if dense is not None and lexical is not None:
             depth = prefetch_limit(limit)
             request = qe.QueryRequest(
-                limit=limit,
+                limit=n,
                 prefetches=[
                     qe.Prefetch(
                         limit=depth, query=qe.Query.Nearest(list(dense), using=DENSE), filter=condition
@@ -363,7 +371,7 @@ class EdgeVectorStore:
                 return []
             vector: Any = list(dense) if dense is not None else lexical
             request = qe.QueryRequest(
-                limit=limit,
+                limit=n,
                 query=qe.Query.Nearest(vector, using=DENSE if dense is not None else LEXICAL),
                 filter=condition,
                 with_payload=True,

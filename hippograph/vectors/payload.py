@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,3 +82,23 @@ def matches_nothing(flt: VectorFilter) -> bool:
 def prefetch_limit(limit: int) -> int:
     """Candidates each side of a hybrid query contributes to the fusion."""
     return max(4 * limit, 40)
+
+
+#: hits asked for beyond the limit, to see where a run of equal scores ends
+TIE_MARGIN = 8
+
+
+def settle_ties(fetch: Callable[[int], list[VectorHit]], limit: int) -> list[VectorHit]:
+    """The engine orders fused hits of equal score as it finds them, differently from one query to the
+    next, and cuts among them at the limit; and fused ranks tie often (the first of one list scores as
+    the first of the other). So a few more are asked
+    for, and more again while the hits past the limit all score as the last one kept, then ordered by
+    score and id and cut here: one query, one answer."""
+    want = limit + TIE_MARGIN
+    while True:
+        hits = fetch(want)
+        if len(hits) < want or hits[limit - 1].score != hits[-1].score:
+            break
+        want *= 2
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits[:limit]

@@ -31,6 +31,7 @@ from hippograph.vectors.payload import (
     matches_nothing,
     prefetch_limit,
     record_payload,
+    settle_ties,
 )
 
 _PAYLOAD_INDEXES: dict[str, Any] = {
@@ -205,11 +206,18 @@ class QdrantVectorStore:
         check_query(self.dim, dense, sparse)
         if limit <= 0 or matches_nothing(flt):
             return []
+        if dense is None or sparse is None:
+            return self._query(flt, limit, limit, dense, sparse)
+        return settle_ties(lambda n: self._query(flt, limit, n, dense, sparse), limit)
+
+    def _query(self, flt: VectorFilter, limit: int, n: int, dense: Sequence[float] | None,
+               sparse: SparseVec | None) -> list[VectorHit]:
+        """The best n hits, fused from the best of each vector as for `limit` hits."""
         condition = _qdrant_filter(flt)
         lexical = None
         if sparse is not None:
             lexical = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        request: dict[str, Any] = {"query_filter": condition, "limit": limit, "with_payload": True}
+        request: dict[str, Any] = {"query_filter": condition, "limit": n, "with_payload": True}
         if dense is not None and lexical is not None:
             depth = prefetch_limit(limit)
             request["prefetch"] = [

@@ -341,3 +341,33 @@ def test_unreachable_qdrant_is_unavailable() -> None:
     store = QdrantVectorStore(kwargs, "memory", DIM)
     with pytest.raises(BackendUnavailable):
         store.open()
+
+
+def test_equal_scores_come_in_one_order_and_the_cut_among_them_is_fixed(store: VectorStore) -> None:
+    """Fused ranks tie: what only the dense side finds at rank i scores as what only the lexical side
+    finds at rank i. The same query must give the same hits in the same order, best first and then by
+    id, whatever order the engine finds them in, and the cut among equal scores must not move."""
+    rng = np.random.default_rng(3)
+    query = unit(1, 0.5, 0.2)
+    q = np.asarray(query)
+
+    def near(i: int) -> list[float]:  # closer to the query the smaller i is
+        v = q + (0.05 + 0.02 * i) * rng.normal(size=DIM)
+        return (v / np.linalg.norm(v)).tolist()
+
+    points = [(f"near_{i}", f"nothing here {i}", near(i)) for i in range(20)]
+    points += [(f"fill_{i}", f"filler line {i}", near(20 + i)) for i in range(20)]  # the rest of the dense side
+    points += [(f"far_{i}", "apples and coffee " + "more words " * i, (-q).tolist()) for i in range(30)]
+    ids, texts, vectors = zip(*points, strict=True)
+    store.upsert([record(i, t) for i, t in zip(ids, texts, strict=True)], list(vectors),
+                 lexical.encode_documents(list(texts)))
+    flt = VectorFilter(user_id="u1")
+    hybrid = {"dense": query, "sparse": lexical.encode_query("apples with coffee")}
+    for limit in (1, 3, 4, 7, 10):  # a dense-side depth of 40: no far point is on the dense side
+        runs = [[(h.id, h.score) for h in store.query(flt, limit, **hybrid)] for _ in range(8)]
+        assert all(r == runs[0] for r in runs), f"limit {limit}: the hits changed between runs"
+        assert runs[0] == sorted(runs[0], key=lambda h: (-h[1], h[0]))
+        assert len(runs[0]) == limit
+    best = store.query(flt, 10, **hybrid)
+    # the first on each side tie, and the id orders them
+    assert best[0].id == "far_0" and best[1].id.startswith("near_") and best[0].score == best[1].score
