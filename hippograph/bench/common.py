@@ -34,6 +34,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "hippograph -named dates": {"dated_weight": 0.0},
     "hippograph -facts": {"derived_weight": 0.0},
     "hippograph +graph": {"graph": True},
+    "hippograph +feedback": {"prf_terms": 10},
 }
 
 
