@@ -37,6 +37,9 @@ class VectorSettings(BaseModel):
         None, description="backend=qdrant without url: qdrant-client local mode in this folder."
     )
     collection: str = "hippograph"
+    lemmas: bool = Field(
+        False, description="Also index and search the lemmas of words whose stem misses them (bought: buy, "
+                           "mice: mouse), tagged by the spaCy model; changing it needs a re-index.")
 
     @model_validator(mode="after")
     def _qdrant_needs_a_location(self) -> VectorSettings:

@@ -319,7 +319,9 @@ class Ingestor:
                 self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
             self.graph.set_indexed(list(small | observations), False)
         self.indexer.store.delete(stale)
-        records = [episode_record(e) for e in episodes if e.id not in small and e.id not in observations]
+        indexed = [e for e in episodes if e.id not in small and e.id not in observations]
+        lemmas = lemma_words(self.indexer, indexed, ex.lemmas)
+        records = [episode_record(e, lemmas.get(e.id, "")) for e in indexed]
         records += [note_record(n) for n in notes if n.id not in stale]
         records += [relation_record(r) for r in relations if r.id not in stale]
         self.indexer.index(records)
@@ -370,7 +372,8 @@ def only_from(ex: Extraction, episode_ids: set[str]) -> Extraction:
     return ex.model_copy(update={
         "relations": relations, "mentions": mentions, "entities": [e for e in ex.entities if e.name in named],
         "notes": [n for n in ex.notes if n.episode_id in episode_ids],
-        "small_talk": [ep for ep in ex.small_talk if ep in episode_ids]})
+        "small_talk": [ep for ep in ex.small_talk if ep in episode_ids],
+        "lemmas": {ep: pairs for ep, pairs in ex.lemmas.items() if ep in episode_ids}})
 
 
 def normalise_arguments(args: Any) -> str:
@@ -392,13 +395,28 @@ def normalise_arguments(args: Any) -> str:
     return json.dumps(canon(args), sort_keys=True, separators=(",", ":"), default=str)
 
 
-def episode_record(e: Episode) -> VectorRecord:
+def lemma_words(indexer: Indexer, episodes: Sequence[Episode],
+                known: dict[str, list[tuple[str, str]]] | None = None) -> dict[str, str]:
+    """Each episode's lemma words for the lexical index (`hippograph.vectors.lemmas`), from the (word,
+    lemma) pairs the extractor already found, or tagged now for the episodes it did not tag; empty when
+    lemmas are not indexed."""
+    if indexer.lemmas is None or not episodes:
+        return {}
+    known = known or {}
+    untagged = [e for e in episodes if e.id not in known]
+    pairs = dict(known) | dict(zip((e.id for e in untagged), indexer.lemmas.pairs_of([e.content for e in untagged]),
+                                   strict=True))
+    return {e.id: indexer.lemmas.words(pairs[e.id]) for e in episodes}
+
+
+def episode_record(e: Episode, lemmas: str = "") -> VectorRecord:
     """A message is also searched by the dates its relative ones mean ("yesterday" said on 8 May 2023:
-    7 May 2023), by words only: the embedding is of what was said."""
+    7 May 2023), and an episode by its `lemmas` (`lemma_words`); by words only: the embedding is of what
+    was said."""
     dates = dates_said(e.content, e.timestamp) if e.kind == EpisodeKind.message else ""
     return VectorRecord(id=e.id, user_id=e.user_id, kind=MemoryKind.episode, text=episode_text(e),
                         session_id=e.session_id, timestamp=e.timestamp, source_ids=[e.client_id or e.id],
-                        extra=episode_extra(e), lexical_extra=dates)
+                        extra=episode_extra(e), lexical_extra=" ".join(w for w in (dates, lemmas) if w))
 
 
 def episode_extra(e: Episode) -> dict[str, str]:

@@ -29,6 +29,7 @@ from hippograph.ingest import (
     IngestResult,
     episode_record,
     episode_text,
+    lemma_words,
     note_record,
     relation_record,
 )
@@ -191,7 +192,9 @@ class Hippograph:
             return [note_record(n) for n in self.graph.notes_by_ids(ids) if n.current]
         if kind == "relation":
             return [relation_record(r) for r in self.graph.get_relations(ids) if r.invalid_at is None]
-        return [episode_record(e) for e in self.graph.episodes_by_ids(ids)]
+        episodes = self.graph.episodes_by_ids(ids)
+        lemmas = lemma_words(self.indexer, episodes)
+        return [episode_record(e, lemmas.get(e.id, "")) for e in episodes]
 
     # --- writes --------------------------------------------------------------------------------
     @_for_user

@@ -15,6 +15,7 @@ from hippograph.storage_guard import StorageGuard
 from hippograph.tokens import get_counter
 from hippograph.vectors.base import Embedder, VectorStore
 from hippograph.vectors.indexer import Indexer
+from hippograph.vectors.lemmas import Lemmas
 from hippograph.vectors.lexical import SparseEncoder
 
 if TYPE_CHECKING:
@@ -107,7 +108,9 @@ def build(settings: Settings) -> Hippograph:
     usage = UsageMeter()
     llm = build_llm(settings, usage)
     embedder = build_embedder(settings, usage)
-    indexer = Indexer(build_vectors(settings, embedder.dim), embedder, SparseEncoder())
+    sparse = SparseEncoder()
+    lemmas = Lemmas(sparse, settings.extraction.spacy_model) if settings.vectors.lemmas else None
+    indexer = Indexer(build_vectors(settings, embedder.dim), embedder, sparse, lemmas)
     extractor = build_extractor(settings, llm)
     # an LLM extractor falls back to spaCy when the endpoint fails; with no fallback, extraction is retried later
     fallback = None

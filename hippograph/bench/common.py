@@ -35,6 +35,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "hippograph -facts": {"derived_weight": 0.0},
     "hippograph +graph": {"graph": True},
     "hippograph +people": {"person_weight": 1.0},
+    "hippograph +feedback": {"prf_terms": 10},
 }
 
 

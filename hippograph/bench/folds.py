@@ -61,6 +61,11 @@ GRID: dict[str, tuple[object, ...]] = {
 CHOICES: tuple[Candidate, ...] = (
     DEFAULT,
     *(Candidate(f"{k}={v}", ((k, v),)) for k, values in GRID.items() for v in values),
+    # lexical pseudo-relevance feedback, off in the shipped plans: the settings it could be switched on
+    # with, and on without the second hop (does the second hop, which adds whole hits, already do its work?)
+    *(Candidate(", ".join(f"{k}={v}" for k, v in o), o) for o in (
+        (("prf_terms", 5),), (("prf_terms", 10),), (("prf_terms", 10), ("prf_weight", 0.25)),
+        (("prf_terms", 10), ("prf_weight", 1.0)), (("expand_hits", 0), ("prf_terms", 10)))),
     # the plan heuristic itself: one plan for every question instead
     *(Candidate(f"plan={p}", plan=p) for p in ("single_hop", "multi_hop", "graph", "temporal")),
 )

@@ -53,6 +53,9 @@ class Extraction(BaseModel):
     mentions: dict[str, list[str]] = Field(default_factory=dict)
     # episode ids judged not worth remembering as long-term memories (greetings, small talk)
     small_talk: list[str] = Field(default_factory=list)
+    # episode id -> (word, lemma) of its words whose lemma is another word, for the lexical index (see
+    # `hippograph.vectors.lemmas`); an episode missing here is tagged there when lemmas are indexed
+    lemmas: dict[str, list[tuple[str, str]]] = Field(default_factory=dict)
     extractor: str = ""
 
 

@@ -21,6 +21,7 @@ from hippograph.extraction.collector import Collector
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.extraction.subjects import restore_subjects
 from hippograph.models import Episode, EpisodeKind, NoteKind
+from hippograph.vectors.lemmas import lemma_pairs
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -471,6 +472,8 @@ class SpacyExtractor:
         if work:
             nlp = self.load()
             docs = list(nlp.pipe((text for _, _, text in work), batch_size=self.batch_size))
+            for (episode, _, _), doc in zip(work, docs, strict=True):  # the words as said, for the lexical index
+                out.lemmas[episode.id] = lemma_pairs(doc)
             restored = {i: again for i, ((_, sp, _), doc) in enumerate(zip(work, docs, strict=True))
                         if sp.notes and sp.first == USER and (again := restore_subjects(doc)) is not None}
             if restored:  # "moved to Oslo last week": parsed again with its subject

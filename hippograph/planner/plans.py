@@ -24,6 +24,12 @@ class Plan:
     dated_weight: float = 1.0  # weight of a search within the days/months the question names
     expand_hits: int = 2  # best hits whose text extends the query for a second search (a second hop)
     expand_weight: float = 1.0  # weight of the first of those searches (the i-th weighs 1/i of it)
+    # pseudo-relevance feedback on the lexical side (RM3): the recall is searched again with the query's
+    # terms plus the `prf_terms` terms most frequent in its best `prf_docs` hits and rare in the rest of
+    # them, the best weighing `prf_weight` of a query term (0 terms: off; measured out of fold, see BENCHMARKS.md)
+    prf_terms: int = 0
+    prf_docs: int = 5
+    prf_weight: float = 0.5
     graph: bool = False  # link query entities into the graph and spread rank over it
     graph_limit: int = 30  # episodes the graph route contributes
     graph_facts: int = 10  # relations of the query's entities reported (their episodes lead the graph route)

@@ -7,7 +7,9 @@ Works against the store protocols only; it never knows which backend is running.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,7 +23,7 @@ from hippograph.ingest import episode_text
 from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, VectorHit
 from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
-from hippograph.vectors.base import VectorFilter
+from hippograph.vectors.base import SparseVec, VectorFilter
 from hippograph.vectors.indexer import Indexer
 from hippograph.vectors.payload import RRF_K
 
@@ -105,23 +107,35 @@ class Retriever:
         trace: dict = {}
         if dense is None and plan.recall_mode != "lexical":
             dense = self.indexer.embedder.embed([query])[0]
+        # the lexical query, made once: the query's words (and their lemmas, when lemmas are indexed)
+        words = self.indexer.query_words(query) if plan.recall_mode != "dense" else query
+        sparse = self.indexer.sparse.encode_query(words) if plan.recall_mode != "dense" else None
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode])
-        hits = self.indexer.search(flt, query, plan.recall_limit + len(exclude_ids), mode=plan.recall_mode,
-                                   dense_vector=dense)
+        limit = plan.recall_limit + len(exclude_ids)
+        hits = self.indexer.search(flt, query, limit, mode=plan.recall_mode, dense_vector=dense, sparse_vector=sparse)
         found = {h.id: _from_hit(h, plan.recall_mode) for h in hits if h.id not in exclude_ids}
+        if plan.prf_terms and sparse is not None and sparse.indices and found:
+            fed, terms = self._feedback(plan, sparse, list(found.values()))
+            if terms:  # RM3: the recall is the expanded query's
+                hits = self.indexer.search(flt, query, limit, mode=plan.recall_mode, dense_vector=dense,
+                                           sparse_vector=fed)
+                found = {h.id: _from_hit(h, plan.recall_mode) for h in hits if h.id not in exclude_ids}
+                sparse = fed
+            trace["feedback_terms"] = terms
         if plan.recall_mode != "hybrid":  # dense or lexical scores are not on the fused scale
             for rank, c in enumerate(found.values()):
                 c.score = rank_score(rank)
         trace["recall"] = len(found)
         if plan.derived_weight or plan.notes_limit:
-            trace["derived"], trace["notes"] = self._derived(plan, user_id, query, dense, found, exclude_ids)
+            trace["derived"], trace["notes"] = self._derived(plan, user_id, query, dense, sparse, found,
+                                                             exclude_ids)
         if plan.person_weight:
             trace["people"] = self._people(plan, user_id, query, found, exclude_ids)
         windows = date_windows(query) if plan.dated_weight else []
         if windows:
-            trace["dated"] = self._dated(plan, user_id, query, dense, windows, found, exclude_ids)
+            trace["dated"] = self._dated(plan, user_id, query, dense, sparse, windows, found, exclude_ids)
         if plan.expand_hits:
-            trace["expanded"] = self._expand(plan, user_id, query, dense, found, exclude_ids)
+            trace["expanded"] = self._expand(plan, user_id, words, dense, found, exclude_ids)
         if plan.graph:
             hits_ranked = sorted(found.values(), key=lambda c: -c.score)
             ranked, seeds, facts = self.graph_episodes(plan, user_id, query, exclude_ids, hits_ranked)
@@ -133,15 +147,42 @@ class Retriever:
             trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
         return sorted(found.values(), key=lambda c: -c.score), trace
 
+    def _feedback(self, plan: Plan, query: SparseVec, ranked: list[Candidate]) -> tuple[SparseVec, int]:
+        """The lexical query with the terms of pseudo-relevance feedback (RM3): each term of the best
+        `plan.prf_docs` hits weighs its share of each hit's BM25 term weights, summed over the hits,
+        times its rarity in the rest of the recalled hits, `log((n + 1) / (had + 0.5))` for n hits of
+        which `had` have it (a term every recalled hit has is no evidence of these; with no rest, the
+        shares alone decide); the `plan.prf_terms` best that the query lacks are added, the best
+        weighing `plan.prf_weight` of a query term and the others in proportion. The engine applies
+        each term's IDF over the whole store on top. Returns the query and how many terms were added."""
+        docs = self.indexer.sparse.encode_documents([c.text for c in ranked])
+        feedback, rest = docs[: plan.prf_docs], docs[plan.prf_docs:]
+        had = Counter(i for d in rest for i in d.indices)
+        asked = set(query.indices)
+        share: dict[int, float] = defaultdict(float)
+        for d in feedback:
+            total = sum(d.values)
+            for i, v in zip(d.indices, d.values, strict=True):
+                if i not in asked and total > 0:
+                    share[i] += v / total
+        score = {i: w * math.log((len(rest) + 1) / (had[i] + 0.5)) for i, w in share.items()}
+        terms = [i for i in sorted(score, key=lambda i: (-score[i], i))[: plan.prf_terms] if score[i] > 0]
+        if not terms:
+            return query, 0
+        top = score[terms[0]]
+        return SparseVec(indices=[*query.indices, *terms],
+                         values=[*query.values, *(plan.prf_weight * score[i] / top for i in terms)]), len(terms)
+
     def _derived(
-        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, found: dict[str, Candidate],
-        exclude_ids: set[str],
+        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, sparse: SparseVec | None,
+        found: dict[str, Candidate], exclude_ids: set[str],
     ) -> tuple[int, list[str]]:
         """Notes and relation facts are short: matched against the query they point at the message
         they came from more sharply than the whole message does. The same search picks the notes the
         block shows (their ids, best first, are returned)."""
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note, MemoryKind.relation])
-        hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
+        hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense,
+                                   sparse_vector=sparse)
         notes = [h.id for h in hits if h.kind == MemoryKind.note][: plan.notes_limit]
         if not plan.derived_weight:
             return 0, notes
@@ -175,7 +216,7 @@ class Retriever:
         return people
 
     def _dated(
-        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None,
+        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, sparse: SparseVec | None,
         windows: list[tuple[datetime, datetime]], found: dict[str, Candidate], exclude_ids: set[str],
     ) -> list[str]:
         """The question names a day or a month: what was said then is searched on its own and weighs
@@ -183,35 +224,39 @@ class Retriever:
         for start, end in windows:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start,
                                until=end - timedelta(microseconds=1))
-            hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense)
+            hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense,
+                                       sparse_vector=sparse)
             # what was said around then about then: "yesterday" said the day after, "next Friday" before
             near = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start - SAID_AROUND,
                                 until=end + SAID_AROUND)
             hits += [h for h in self.indexer.search(near, query, plan.recall_limit, mode=plan.recall_mode,
-                                                    dense_vector=dense)
+                                                    dense_vector=dense, sparse_vector=sparse)
                      if not start <= h.timestamp < end
                      and any(a < end and start < b for a, b in spans_in(h.text, h.timestamp))]
             _credit(found, (_from_hit(h, "dated") for h in hits if h.id not in exclude_ids), "dated", plan.dated_weight)
         return [f"{a:%Y-%m-%d}..{b - timedelta(days=1):%Y-%m-%d}" for a, b in windows]
 
     def _expand(
-        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, found: dict[str, Candidate],
+        self, plan: Plan, user_id: str, words: str, dense: Sequence[float] | None, found: dict[str, Candidate],
         exclude_ids: set[str],
     ) -> int:
         """A second hop: the query extended by each of the best hits is searched again (its words added
         to the lexical query, its stored vector to the dense one), so what a hit names (the film a town
         passage mentions, the person a message talks about) is found even when the question does not
-        name it. The i-th hit's search weighs `expand_weight / i`."""
+        name it. The i-th hit's search weighs `expand_weight / i`. `words` is the lexical query's text
+        (the query with its lemmas); the hits' words are added as they are."""
         top = sorted(found.values(), key=lambda c: -c.score)[: plan.expand_hits]
         if not top:
             return 0
-        texts = [f"{query} {c.text}" for c in top]
+        texts = [f"{words} {c.text}" for c in top]
         stored = self.indexer.store.dense_vectors([c.id for c in top]) if dense is not None else {}
         vectors = [_mix(dense, stored.get(c.id)) for c in top]
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode])
         added = 0
         for i, (c, text, vector) in enumerate(zip(top, texts, vectors, strict=True)):
-            hits = self.indexer.search(flt, text, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector)
+            lexical = self.indexer.sparse.encode_query(text) if plan.recall_mode != "dense" else None
+            hits = self.indexer.search(flt, text, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector,
+                                       sparse_vector=lexical)
             ranked = (_from_hit(h, "expansion") for h in hits if h.id != c.id and h.id not in exclude_ids)
             added += _credit(found, ranked, "expansion", plan.expand_weight / (i + 1))
         return added

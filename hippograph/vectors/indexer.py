@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hippograph.models import VectorHit, VectorRecord
-from hippograph.vectors.base import Embedder, VectorFilter, VectorStore
+from hippograph.vectors.base import Embedder, SparseVec, VectorFilter, VectorStore
+from hippograph.vectors.lemmas import Lemmas
 from hippograph.vectors.lexical import SparseEncoder
 
 
 class Indexer:
-    def __init__(self, store: VectorStore, embedder: Embedder, sparse: SparseEncoder) -> None:
+    def __init__(self, store: VectorStore, embedder: Embedder, sparse: SparseEncoder,
+                 lemmas: Lemmas | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.sparse = sparse
+        self.lemmas = lemmas  # None: the lexical side searches words (stems) only
 
     def index(self, records: Sequence[VectorRecord]) -> None:
         records = list({r.id: r for r in records}.values())  # one point per id: the last version wins
@@ -25,15 +28,26 @@ class Indexer:
         lexical = [f"{r.text} {r.lexical_extra}" if r.lexical_extra else r.text for r in records]
         self.store.upsert(records, [vectors[t] for t in texts], self.sparse.encode_documents(lexical))
 
+    def query_words(self, query: str) -> str:
+        """What the lexical side searches for a query: its words and, with lemmas on, its lemmas that
+        reach other terms than its words."""
+        if self.lemmas is None:
+            return query
+        extra = self.lemmas.of_query(query)
+        return f"{query} {extra}" if extra else query
+
     def search(
         self, flt: VectorFilter, query: str, limit: int, mode: str = "hybrid",
-        dense_vector: Sequence[float] | None = None,
+        dense_vector: Sequence[float] | None = None, sparse_vector: SparseVec | None = None,
     ) -> list[VectorHit]:
-        """mode: hybrid (dense + lexical fused by reciprocal rank), dense or lexical."""
+        """mode: hybrid (dense + lexical fused by reciprocal rank), dense or lexical. `sparse_vector` is
+        the lexical query when the caller made it (weighted terms), else it is encoded from the query."""
         dense = None
         if mode in ("hybrid", "dense"):
             dense = dense_vector if dense_vector is not None else self.embedder.embed([query])[0]
-        sparse = self.sparse.encode_query(query) if mode in ("hybrid", "lexical") else None
+        sparse = None
+        if mode in ("hybrid", "lexical"):
+            sparse = sparse_vector if sparse_vector is not None else self.sparse.encode_query(self.query_words(query))
         if sparse is not None and not sparse.indices:
             sparse = None
             if dense is None:
