@@ -42,7 +42,9 @@ def record_payload(record: VectorRecord) -> dict[str, Any]:
 
 
 def hit_from_payload(payload: dict[str, Any], score: float) -> VectorHit:
-    return VectorHit(
+    """A hit from a payload this module wrote: its fields are built here with their types, so the
+    model's validation is skipped (a context call reads hundreds of hits)."""
+    return VectorHit.model_construct(
         id=payload["hid"],
         score=float(score),
         kind=MemoryKind(payload["kind"]),
