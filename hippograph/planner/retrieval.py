@@ -21,7 +21,7 @@ from hippograph.ingest import episode_text
 from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, VectorHit
 from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
-from hippograph.vectors.base import VectorFilter
+from hippograph.vectors.base import VectorFilter, embed_query
 from hippograph.vectors.indexer import Indexer
 from hippograph.vectors.payload import RRF_K
 
@@ -102,7 +102,7 @@ class Retriever:
         each step found. `dense` is the query's embedding when the caller already has it."""
         trace: dict = {}
         if dense is None and plan.recall_mode != "lexical":
-            dense = self.indexer.embedder.embed([query])[0]
+            dense = embed_query(self.indexer.embedder, query)
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode])
         hits = self.indexer.search(flt, query, plan.recall_limit + len(exclude_ids), mode=plan.recall_mode,
                                    dense_vector=dense)

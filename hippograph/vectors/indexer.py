@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hippograph.models import VectorHit, VectorRecord
-from hippograph.vectors.base import Embedder, VectorFilter, VectorStore
+from hippograph.vectors.base import Embedder, VectorFilter, VectorStore, embed_query
 from hippograph.vectors.lexical import SparseEncoder
 
 
@@ -32,7 +32,7 @@ class Indexer:
         """mode: hybrid (dense + lexical fused by reciprocal rank), dense or lexical."""
         dense = None
         if mode in ("hybrid", "dense"):
-            dense = dense_vector if dense_vector is not None else self.embedder.embed([query])[0]
+            dense = dense_vector if dense_vector is not None else embed_query(self.embedder, query)
         sparse = self.sparse.encode_query(query) if mode in ("hybrid", "lexical") else None
         if sparse is not None and not sparse.indices:
             sparse = None
