@@ -53,18 +53,19 @@ def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embed
             return OpenAIEmbedder(cfg, usage or UsageMeter())
 
 
-def build_vectors(settings: Settings, dim: int) -> VectorStore:
+def build_vectors(settings: Settings, dim: int, embedder: str | None = None) -> VectorStore:
+    """The vector store for vectors of `dim` made by the embedder named `embedder` (checked at open)."""
     cfg = settings.vectors
     match cfg.backend:
         case "edge":
             from hippograph.vectors.edge_store import EdgeVectorStore
 
-            return EdgeVectorStore(settings.data_dir / "vectors", dim)
+            return EdgeVectorStore(settings.data_dir / "vectors", dim, embedder=embedder)
         case "qdrant":
             from hippograph.vectors.qdrant_store import QdrantVectorStore
 
             kwargs = {"url": cfg.url, "api_key": cfg.api_key} if cfg.url else {"path": str(cfg.path)}
-            return QdrantVectorStore(kwargs, cfg.collection, dim)
+            return QdrantVectorStore(kwargs, cfg.collection, dim, embedder=embedder)
 
 
 def build_guard(settings: Settings) -> StorageGuard:
@@ -109,7 +110,7 @@ def build(settings: Settings) -> Hippograph:
     usage = UsageMeter()
     llm = build_llm(settings, usage)
     embedder = build_embedder(settings, usage)
-    indexer = Indexer(build_vectors(settings, embedder.dim), embedder, SparseEncoder())
+    indexer = Indexer(build_vectors(settings, embedder.dim, embedder.name), embedder, SparseEncoder())
     extractor = build_extractor(settings, llm)
     # an LLM extractor falls back to spaCy when the endpoint fails; with no fallback, extraction is retried later
     fallback = None
