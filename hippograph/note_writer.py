@@ -23,7 +23,7 @@ from hippograph.note_changes import (
     revision_kind,
     role_changed,
 )
-from hippograph.vectors.base import Embedder
+from hippograph.vectors.base import Embedder, cosine_zero
 
 _NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "with", "from", "by", "now", "still",
                         "really", "very", "also", "just", "my", "our", "and", "or", "but", "than", "more", "over"})
@@ -91,7 +91,7 @@ class NoteWriter:
                 continue
             now = self.graph.list_notes(user_id)  # the current notes, as the notes before this one left them
             if (kind := revision_kind(n.slot)) is not None:
-                old = revised(kind, n.text, now, self.embedder.embed)
+                old = revised(kind, n.text, now, self.embedder.embed, cosine_zero(self.embedder))
                 n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
             current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(n, now)
             if current is None and n.episode_id in texts:
@@ -124,7 +124,8 @@ class NoteWriter:
     def _retract(self, user_id: str, topic: str, at: datetime, stale: list[str], actor: str) -> list[AuditEvent]:
         """'Forget what I said about tables': the current notes about it are retired, kept in the history."""
         events = []
-        for note in retracted(topic, self.graph.list_notes(user_id), self.embedder.embed):
+        for note in retracted(topic, self.graph.list_notes(user_id), self.embedder.embed,
+                              cosine_zero(self.embedder)):
             self.graph.supersede_note(note.id, None, at)
             stale.append(note.id)
             events.append(audit_event(user_id, actor, "retire", note.id, note.text, at=at))

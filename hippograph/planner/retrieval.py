@@ -23,7 +23,7 @@ from hippograph.ingest import episode_text
 from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, VectorHit
 from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
-from hippograph.vectors.base import SparseVec, VectorFilter
+from hippograph.vectors.base import SparseVec, VectorFilter, embed_query
 from hippograph.vectors.indexer import Indexer
 from hippograph.vectors.payload import RRF_K
 
@@ -106,7 +106,7 @@ class Retriever:
         each step found. `dense` is the query's embedding when the caller already has it."""
         trace: dict = {}
         if dense is None and plan.recall_mode != "lexical":
-            dense = self.indexer.embedder.embed([query])[0]
+            dense = embed_query(self.indexer.embedder, query)
         # the lexical query, made once: the query's words (and their lemmas, when lemmas are indexed)
         words = self.indexer.query_words(query) if plan.recall_mode != "dense" else query
         sparse = self.indexer.sparse.encode_query(words) if plan.recall_mode != "dense" else None
@@ -207,7 +207,8 @@ class Retriever:
             return []
         rests = [_without(query, name) for name in people]
         vectors: list[list[float] | None] = (
-            list(self.indexer.embedder.embed(rests)) if plan.recall_mode != "lexical" else [None] * len(rests))
+            [embed_query(self.indexer.embedder, r) for r in rests] if plan.recall_mode != "lexical"
+            else [None] * len(rests))
         for name, rest, vector in zip(people, rests, vectors, strict=True):
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], extra={"speaker": name.lower()})
             hits = self.indexer.search(flt, rest, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector)

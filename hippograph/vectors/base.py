@@ -52,6 +52,19 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+def embed_query(embedder: Embedder, text: str) -> list[float]:
+    """A search's vector. An embedder trained to embed searches apart from what they search (e5's
+    "query: " and "passage: ") has an `embed_query(text)`; any other embeds the search like a text."""
+    own = getattr(embedder, "embed_query", None)
+    return own(text) if own is not None else embedder.embed([text])[0]
+
+
+def cosine_zero(embedder: Embedder) -> float:
+    """The cosine that means "unrelated" for this embedder: 0 unless it says otherwise (e5's cosines
+    crowd into 0.8-1). Fixed similarity thresholds, chosen with MiniLM, read cosines rescaled by it."""
+    return float(getattr(embedder, "cosine_zero", 0.0))
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     dim: int

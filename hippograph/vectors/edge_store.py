@@ -49,6 +49,7 @@ from hippograph.vectors.payload import (
     SPEAKER_FIELD,
     TIME_FIELD,
     check_batch,
+    check_embedder,
     check_query,
     epoch,
     hit_from_payload,
@@ -102,9 +103,13 @@ class EdgeVectorStore:
         flush_writes: bool = False,
         indexing_threshold_kb: int | None = None,
         search_threads: int | None = None,
+        embedder: str | None = None,
     ) -> None:
+        """`embedder` names the embedder of the vectors: each point records it, and `open()` refuses a
+        store whose vectors another made (None: neither recorded nor checked)."""
         self.path = Path(path)
         self.dim = dim
+        self.embedder = embedder
         self.flush_writes = flush_writes
         self.indexing_threshold_kb = indexing_threshold_kb
         self.search_threads = search_threads
@@ -171,6 +176,14 @@ class EdgeVectorStore:
                 self.close()
                 raise disk_full(exc, self.path) or BackendUnavailable(
                     f"cannot index payload in {self.path}: {_native(exc)}") from exc
+            if exists and self.embedder is not None:
+                try:
+                    records, _ = shard.scroll(qe.ScrollRequest(limit=1, with_payload=True, with_vector=False))
+                    check_embedder(f"vector store {self.path}", records[0].payload if records else None,
+                                   self.embedder)
+                except BaseException:
+                    self.close()
+                    raise
 
     @staticmethod
     def _ensure_indexes(shard: qe.EdgeShard) -> None:
@@ -324,7 +337,7 @@ class EdgeVectorStore:
             qe.Point(
                 point_id(record.id),
                 {DENSE: list(vector), LEXICAL: qe.SparseVector(list(lexical.indices), list(lexical.values))},
-                record_payload(record),
+                record_payload(record, self.embedder),
             )
             for record, vector, lexical in zip(records, dense, sparse, strict=True)
         ]

