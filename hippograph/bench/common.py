@@ -32,7 +32,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "hippograph -replies": {"reply_weight": 0.0},
     "hippograph -second hop": {"expand_hits": 0},
     "hippograph -named dates": {"dated_weight": 0.0},
-    "hippograph +facts": {"derived_weight": 0.3},
+    "hippograph -facts": {"derived_weight": 0.0},
     "hippograph +graph": {"graph": True},
     "hippograph +people": {"person_weight": 1.0},
     "hippograph +feedback": {"prf_terms": 10},

@@ -48,7 +48,7 @@ DEFAULT = Candidate("default")
 GRID: dict[str, tuple[object, ...]] = {
     "recall_limit": (30, 120),
     "reply_weight": (0.25, 1.0),
-    "derived_weight": (0.3, 0.6),
+    "derived_weight": (0.15, 0.6),
     "notes_limit": (1, 6),
     "expand_hits": (1, 4),
     "expand_weight": (0.5, 2.0),

@@ -19,9 +19,7 @@ class Plan:
     reply_weight: float = 0.5  # share of a question's score passed to the message that answers it
     all_notes: bool = False  # put every current note in the block (profile questions)
     notes_limit: int = 3  # notes picked by similarity when not all are shown
-    # weight of notes/relation facts matched, standing for their messages: off, since switching it off
-    # gained out of fold on LoCoMo, MuSiQue and HotpotQA alike (BENCHMARKS.md, "Folds")
-    derived_weight: float = 0.0
+    derived_weight: float = 0.3  # weight of notes/relation facts matched, standing for their messages
     person_weight: float = 0.0  # weight of the search in each named speaker's own messages
     dated_weight: float = 1.0  # weight of a search within the days/months the question names
     expand_hits: int = 2  # best hits whose text extends the query for a second search (a second hop)
