@@ -165,6 +165,11 @@ def _span(m: re.Match[str], at: datetime) -> tuple[datetime, datetime]:
     return _day_span(at + timedelta(days=day))
 
 
+# a word every relative date read here has: most messages have none, and one search tells
+_ANY_RELATIVE = re.compile(rf"\b(?:ago|last|this|next|past|yesterday|today|tomorrow|weekends?|{_MONTH_NAMES})\b",
+                           re.IGNORECASE)
+
+
 # said in conversation, not in notes: "last night", "last weekend", "this past weekend", "two weekends ago",
 # "this weekend" (the coming one, or the one it is). "Next weekend" is left out: this one or the one after
 # cannot be told.
@@ -214,11 +219,6 @@ def _weekday(m: re.Match[str], at: datetime) -> datetime:
     if m["which"].lower() in ("last", "this past"):
         return at - timedelta(days=(at.weekday() - day) % 7 or 7)
     return at + timedelta(days=(day - at.weekday()) % 7 or 7)
-
-
-# a word every relative date above has: most messages have none, and one search tells
-_ANY_RELATIVE = re.compile(rf"\b(?:ago|last|this|next|past|yesterday|today|tomorrow|weekends?|{_MONTH_NAMES})\b",
-                           re.IGNORECASE)
 
 
 def dates_in(text: str, at: datetime) -> list[tuple[str, str]]:

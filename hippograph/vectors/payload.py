@@ -112,9 +112,8 @@ TIE_MARGIN = 8
 def settle_ties(fetch: Callable[[int], list[VectorHit]], limit: int) -> list[VectorHit]:
     """The engine orders fused hits of equal score as it finds them, differently from one query to the
     next, and cuts among them at the limit; and fused ranks tie often (the first of one list scores as
-    the first of the other). So a few more are asked
-    for, and more again while the hits past the limit all score as the last one kept, then ordered by
-    score and id and cut here: one query, one answer."""
+    the first of the other). So a few more are asked for, and more again while the hits past the limit
+    all score as the last one kept, then ordered by score and id and cut here: one query, one answer."""
     want = limit + TIE_MARGIN
     while True:
         hits = fetch(want)
