@@ -48,6 +48,22 @@ def test_ties_keep_the_default_and_ablations_are_measured_on_the_held_out_fold()
     assert not cv["ablations"]["hippograph -facts"]["earns_its_place"]  # no loss without it
 
 
+def test_a_route_is_also_judged_on_the_shipped_plan() -> None:
+    # B (a wider second hop) wins in every fold and does not need the facts; the shipped plan does
+    def score(i: int, c: Candidate) -> float:
+        o = dict(c.overrides)
+        if o.get("expand_hits") == 4:
+            return 0.9
+        return 0.4 if o.get("derived_weight") == 0.0 else 0.6
+
+    cv = cross_validate(fold_slices(6, 3), score, ["x"] * 6, ["x"], candidates=(DEFAULT, B),
+                        routes=("hippograph -facts",))
+    facts = cv["ablations"]["hippograph -facts"]
+    assert facts["out_of_fold_delta"] == 0.0 and not facts["earns_its_place"]  # B does not miss them
+    assert facts["shipped_delta"] == -20.0 and facts["shipped_per_fold"] == [-20.0] * 3
+    assert facts["earns_on_shipped"]
+
+
 def test_every_candidate_is_a_valid_plan_setting() -> None:
     import dataclasses
 
