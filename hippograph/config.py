@@ -37,6 +37,9 @@ class VectorSettings(BaseModel):
         None, description="backend=qdrant without url: qdrant-client local mode in this folder."
     )
     collection: str = "hippograph"
+    check_compatibility: bool = Field(
+        True, description="qdrant-client compares its version with the server's and warns when they are more "
+                          "than one minor version apart; false skips the check (a server older than the client).")
     lemmas: bool = Field(
         False, description="Also index and search the lemmas of words whose stem misses them (bought: buy, "
                            "mice: mouse), tagged by the spaCy model; changing it needs a re-index.")

@@ -65,7 +65,8 @@ def build_vectors(settings: Settings, dim: int, embedder: str | None = None) -> 
         case "qdrant":
             from hippograph.vectors.qdrant_store import QdrantVectorStore
 
-            kwargs = {"url": cfg.url, "api_key": cfg.api_key} if cfg.url else {"path": str(cfg.path)}
+            kwargs = ({"url": cfg.url, "api_key": cfg.api_key, "check_compatibility": cfg.check_compatibility}
+                      if cfg.url else {"path": str(cfg.path)})
             return QdrantVectorStore(kwargs, cfg.collection, dim, embedder=embedder)
 
 

@@ -15,6 +15,35 @@ from hippograph.graph.neo4j_store import Neo4jGraphStore
 from hippograph.graph.sqlite_store import SqliteGraphStore
 
 NEO4J_URI_ENV = "HIPPOGRAPH_TEST_NEO4J_URI"
+QDRANT_URL_ENV = "HIPPOGRAPH_TEST_QDRANT_URL"
+QDRANT_KEY_ENV = "HIPPOGRAPH_TEST_QDRANT_API_KEY"
+
+
+def qdrant_server() -> tuple[str, str | None]:
+    """The test Qdrant server's URL and API key; the test is skipped (and the summary says why) when
+    scripts/test found no Qdrant binary to start."""
+    url = os.environ.get(QDRANT_URL_ENV)
+    if not url:
+        pytest.skip(f"SKIPPED: no Qdrant server ({QDRANT_URL_ENV} is not set): scripts/test starts one from "
+                    "../shared/bin/qdrant or QDRANT_BIN when there is a binary")
+    return url, os.environ.get(QDRANT_KEY_ENV) or None
+
+
+def qdrant_server_kwargs(**more: Any) -> dict[str, Any]:
+    """qdrant-client arguments for the test server (the client is newer than the 1.18 server: no
+    version check, which would only warn)."""
+    url, key = qdrant_server()
+    return {"url": url, "api_key": key, "check_compatibility": False, **more}
+
+
+def drop_qdrant_collection(name: str) -> None:
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(**qdrant_server_kwargs())
+    try:
+        client.delete_collection(name)
+    finally:
+        client.close()
 
 
 def neo4j_uri() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ from hippograph.vectors.edge_store import EdgeVectorStore
 from hippograph.vectors.embedders import OnnxMiniLMEmbedder
 from hippograph.vectors.lexical import SparseEncoder
 from hippograph.vectors.qdrant_store import QdrantVectorStore
+from tests.contracts.conftest import drop_qdrant_collection, qdrant_server_kwargs
 
 DIM = 8
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -25,17 +27,22 @@ lexical = SparseEncoder()
 Factory = Callable[..., VectorStore]
 
 
-@pytest.fixture(params=["edge", "qdrant"])
+@pytest.fixture(params=["edge", "qdrant-local", "qdrant-server"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
-    """Builds stores over the same location (so a second one reopens the first's data)."""
+    """Builds stores over the same location (so a second one reopens the first's data): Qdrant Edge,
+    qdrant-client's local mode, and a collection of its own on the test Qdrant server."""
     opened: list[VectorStore] = []
+    collection = f"contract_{uuid.uuid4().hex[:12]}"
+    server = qdrant_server_kwargs() if request.param == "qdrant-server" else None
 
     def make(dim: int = DIM, *, open_it: bool = True, embedder: str | None = None) -> VectorStore:
         store: VectorStore
         if request.param == "edge":
             store = EdgeVectorStore(tmp_path / "edge", dim, embedder=embedder)
-        else:
+        elif server is None:
             store = QdrantVectorStore({"path": str(tmp_path / "qdrant")}, "memory", dim, embedder=embedder)
+        else:
+            store = QdrantVectorStore(server, collection, dim, embedder=embedder)
         if open_it:
             store.open()
             opened.append(store)
@@ -44,6 +51,8 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Facto
     yield make
     for store in opened:
         store.close()
+    if server is not None:
+        drop_qdrant_collection(collection)
 
 
 @pytest.fixture
