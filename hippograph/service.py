@@ -108,7 +108,7 @@ class Hippograph:
         profile: ProfileSettings | None = None, summarizer: Summarizer | None = None,
         fallback_extractor: Extractor | None = None, usage: UsageMeter | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
-        guard: StorageGuard | None = None,
+        guard: StorageGuard | None = None, phrases: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -119,7 +119,7 @@ class Hippograph:
         self.max_content_chars = max_content_chars
         self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile,
                                  fallback=fallback_extractor, resolver=resolver)
-        self.retriever = Retriever(graph, indexer)
+        self.retriever = Retriever(graph, indexer, phrases)
         self.guard = guard or StorageGuard()  # free disk space, checked before every write
         extractive = ExtractiveSummarizer(counter)
         self.compactor = Compactor(graph, indexer)

@@ -109,6 +109,8 @@ def build_extractor(settings: Settings, llm: LLMClient | None = None) -> Extract
 
 def build(settings: Settings) -> Hippograph:
     """A Hippograph over the configured backends. Nothing is opened here: call `open()`."""
+    from hippograph.extraction.spacy_extractor import SpacyExtractor
+
     usage = UsageMeter()
     llm = build_llm(settings, usage)
     embedder = build_embedder(settings, usage)
@@ -119,14 +121,14 @@ def build(settings: Settings) -> Hippograph:
     # an LLM extractor falls back to spaCy when the endpoint fails; with no fallback, extraction is retried later
     fallback = None
     if settings.extraction.backend == "llm" and settings.extraction.on_llm_failure == "spacy":
-        from hippograph.extraction.spacy_extractor import SpacyExtractor
-
         fallback = SpacyExtractor(settings.extraction.spacy_model)
     resolver = None
     if llm is not None and settings.extraction.llm_entity_resolution:
         from hippograph.extraction.llm_resolver import LLMResolver
 
         resolver = LLMResolver(llm)
+    # the graph route links a question by its noun chunks and named entities when a parser is at hand
+    phrases = next((x.phrases for x in (extractor, fallback) if isinstance(x, SpacyExtractor)), None)
     summarizer = None
     if llm is not None:
         from hippograph.llm.summarizer import LLMSummarizer
@@ -148,4 +150,5 @@ def build(settings: Settings) -> Hippograph:
         usage=usage,
         resolver=resolver,
         guard=build_guard(settings),
+        phrases=phrases,
     )

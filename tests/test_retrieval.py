@@ -47,6 +47,11 @@ def service() -> Iterator[Hippograph]:
         }
         svc.remember("lib", None, None, documents=[DocumentIn(id=k.replace(" ", "_"), title=k, text=v)  # ids: no spaces
                                                    for k, v in docs.items()])
+        firm = {
+            "Acme": "Acme Corporation opened its first office in Lisbon in 2019.",
+            "Harbor": "A harbor is a sheltered body of water where ships can be docked.",
+        }
+        svc.remember("firm", None, None, documents=[DocumentIn(id=k, title=k, text=v) for k, v in firm.items()])
         yield svc
 
 
@@ -76,6 +81,17 @@ def test_graph_plan_reports_linked_entities_and_facts(service: Hippograph) -> No
     assert result.plan["name"] == "graph" and "Leland" in trace["linked_entities"]
     assert isinstance(trace["graph_facts"], list) and trace["graph_episodes"] > 0
     assert "Maximum Overdrive was filmed in Leland" in result.context
+
+
+def test_a_question_links_the_entity_its_words_mean(service: Hippograph) -> None:
+    question = "In which city did Acme open an office?"
+    _, _, _, exact = service.recall("firm", question, overrides={"graph": True})
+    assert "Acme Corporation" not in exact["linked_entities"]  # no name or alias of it is "Acme"
+    _, _, cands, meant = service.recall("firm", question, overrides={"graph": True, "link_threshold": 0.8})
+    assert "Acme Corporation" in meant["linked_entities"]
+    assert "graph" in next(c for c in cands if c.source_ids == ["Acme"]).via
+    _, _, _, far = service.recall("firm", question, overrides={"graph": True, "link_threshold": 0.99})
+    assert "Acme Corporation" not in far["linked_entities"]
 
 
 def test_overrides_switch_a_route_off(service: Hippograph) -> None:

@@ -34,6 +34,11 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "hippograph -named dates": {"dated_weight": 0.0},
     "hippograph -facts": {"derived_weight": 0.0},
     "hippograph +graph": {"graph": True},
+    # the graph by meaning (HippoRAG 2): query phrases linked to entity names by embedding, and synonym
+    # edges between entities whose names embed close (0.8: HippoRAG 2's threshold)
+    "hippograph +graph +meaning links": {"graph": True, "link_threshold": 0.8},
+    "hippograph +graph +synonyms": {"graph": True, "synonym_threshold": 0.8},
+    "hippograph +graph +meaning links +synonyms": {"graph": True, "link_threshold": 0.8, "synonym_threshold": 0.8},
     "hippograph +people": {"person_weight": 1.0},
     "hippograph +feedback": {"prf_terms": 10},
 }

@@ -71,6 +71,13 @@ CHOICES: tuple[Candidate, ...] = (
     *(Candidate(", ".join(f"{k}={v}" for k, v in o), o) for o in (
         (("prf_terms", 5),), (("prf_terms", 10),), (("prf_terms", 10), ("prf_weight", 0.25)),
         (("prf_terms", 10), ("prf_weight", 1.0)), (("expand_hits", 0), ("prf_terms", 10)))),
+    # the graph route by meaning, off in the shipped plans as the graph route itself is: the thresholds it
+    # could be switched on with (HippoRAG 2's 0.8, and stricter for synonyms: MiniLM puts "Michael
+    # Henderson" and "David Henderson" at 0.86)
+    *(Candidate(", ".join(f"{k}={v}" for k, v in o), o) for o in (
+        (("graph", True), ("link_threshold", 0.8)), (("graph", True), ("synonym_threshold", 0.8)),
+        (("graph", True), ("synonym_threshold", 0.9)),
+        (("graph", True), ("link_threshold", 0.8), ("synonym_threshold", 0.8)))),
     # the plan heuristic itself: one plan for every question instead
     *(Candidate(f"plan={p}", plan=p) for p in ("single_hop", "multi_hop", "graph", "temporal")),
 )

@@ -457,6 +457,19 @@ class SpacyExtractor:
             self._nlp = nlp
         return self._nlp
 
+    def phrases(self, text: str) -> list[str]:
+        """The phrases of a text that may name an entity: its named entities and noun chunks (without
+        a leading article or pronoun), each once, in order; what a question is linked to the graph by."""
+        doc = self.load()(text[: self.max_chars])
+        spans = sorted([*doc.ents, *doc.noun_chunks], key=lambda s: (s.start, -len(s)))
+        out: list[str] = []
+        for span in spans:
+            while len(span) and span[0].pos_ in ("DET", "PRON", "PUNCT"):
+                span = span[1:]
+            if len(span) and span.text not in out:
+                out.append(span.text)
+        return out
+
     def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction:
         out = Collector()
         work: list[tuple[Episode, Speakers, str]] = []

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hippograph.auth import ApiKey
+from hippograph.graph.names import Synonyms
 from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo
 
 
@@ -190,10 +191,17 @@ class GraphStore(Protocol):
     def neighbors(self, user_id: str, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
         """Entities within `depth` hops (either direction) and the relations among them."""
 
-    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:
+    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30,
+                      synonyms: Synonyms | None = None) -> list[tuple[str, float]]:
         """Personalised PageRank over the user's entities and the episodes mentioning them, seeded with
         entity and/or episode ids and weights; the best-ranked episodes that are not seeds, with their
-        scores. Dates and numbers are not entities of this graph: they would tie unrelated episodes."""
+        scores. Dates and numbers are not entities of this graph: they would tie unrelated episodes.
+        With `synonyms`, entities whose names mean the same are tied too (see `graph.names`)."""
+        ...
+
+    def entity_names(self, user_id: str) -> dict[str, str]:
+        """Id -> name of the entities of that ranking graph (those episodes mention, dates and numbers
+        left out), ordered by id: what a query is linked to by meaning."""
         ...
 
     def personalized_pagerank(

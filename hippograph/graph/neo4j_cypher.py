@@ -262,7 +262,12 @@ WITH e, rels ORDER BY e.id
 RETURN collect(e {_ENTITY}) AS ents, rels
 """
 GRAPH_MENTIONS = """
-MATCH (ep:Episode {user_id: $user})-[:MENTIONS]->(x:Entity) WHERE NOT x.type IN $skip RETURN ep.id AS a, x.id AS b
+MATCH (ep:Episode {user_id: $user})-[:MENTIONS]->(x:Entity) WHERE NOT x.type IN $skip
+RETURN ep.id AS a, x.id AS b, x.name AS name
+"""
+GRAPH_NAMES = """
+MATCH (:Episode {user_id: $user})-[:MENTIONS]->(x:Entity) WHERE NOT x.type IN $skip
+RETURN DISTINCT x.id AS id, x.name AS name ORDER BY id
 """
 GRAPH_NODES = "MATCH (e:Entity {user_id: $user}) RETURN e.id AS id ORDER BY e.name, e.id"
 GRAPH_EDGES = f"""

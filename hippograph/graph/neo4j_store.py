@@ -36,6 +36,7 @@ from hippograph.auth import DEFAULT_TENANT
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
+from hippograph.graph.names import Synonyms
 from hippograph.graph.neo4j_forget import Neo4jForgetting
 from hippograph.graph.neo4j_tenancy import Neo4jTenancy
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
@@ -484,14 +485,22 @@ class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy):
         ranks = nx.pagerank(simple, personalization={s: 1.0 for s in seeds}, max_iter=200)
         return sorted(ranks.items(), key=lambda kv: -kv[1])[:limit]
 
-    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:
-        """The user's mentions and current relations come over and are ranked as in the embedded store."""
-        mentions, edges = self._call(False, self._mention_graph, user_id)
-        return PageRankGraph(mentions, edges).rank_episodes(seeds, limit)
+    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30,
+                      synonyms: Synonyms | None = None) -> list[tuple[str, float]]:
+        """The user's mentions and current relations come over and are ranked as in the embedded store
+        (the graph is not kept between calls: another replica may have changed it; synonym edges are
+        kept by the names they were computed from)."""
+        mentions, edges, names = self._call(False, self._mention_graph, user_id)
+        return PageRankGraph(mentions, edges, names).rank_episodes(seeds, limit, synonyms=synonyms)
 
-    async def _mention_graph(self, tx: Tx, user_id: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        mentions = [(r["a"], r["b"]) for r in await _data(tx, cy.GRAPH_MENTIONS, user=user_id, skip=list(ATTRIBUTE_TYPES))]
-        return mentions, [(r["a"], r["b"]) for r in await _data(tx, cy.GRAPH_EDGES, user=user_id) if r["current"]]
+    def entity_names(self, user_id: str) -> dict[str, str]:
+        return {r["id"]: r["name"] for r in self._query(cy.GRAPH_NAMES, user=user_id, skip=list(ATTRIBUTE_TYPES))}
+
+    async def _mention_graph(self, tx: Tx, user_id: str
+                             ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict[str, str]]:
+        rows = await _data(tx, cy.GRAPH_MENTIONS, user=user_id, skip=list(ATTRIBUTE_TYPES))
+        edges = [(r["a"], r["b"]) for r in await _data(tx, cy.GRAPH_EDGES, user=user_id) if r["current"]]
+        return [(r["a"], r["b"]) for r in rows], edges, {r["b"]: r["name"] for r in rows}
 
     async def _user_graph(self, tx: Tx, user_id: str) -> tuple[list[str], list[tuple[str, str, bool]]]:
         nodes = [r["id"] for r in await _data(tx, cy.GRAPH_NODES, user=user_id)]

@@ -20,6 +20,7 @@ import networkx as nx
 from hippograph.errors import BackendUnavailable
 from hippograph.graph.base import Subgraph
 from hippograph.graph.cache import PerUser
+from hippograph.graph.names import Synonyms
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import (
     SCHEMA,
@@ -479,19 +480,28 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
             ranks = nx.pagerank(simple, personalization={s: 1.0 for s in seeds}, max_iter=200)
         return sorted(ranks.items(), key=lambda kv: -kv[1])[:limit]
 
-    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30) -> list[tuple[str, float]]:
+    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30,
+                      synonyms: Synonyms | None = None) -> list[tuple[str, float]]:
+        return self._ranking_graph(user_id).rank_episodes(seeds, limit, synonyms=synonyms)
+
+    def entity_names(self, user_id: str) -> dict[str, str]:
+        return dict(self._ranking_graph(user_id).names)
+
+    def _ranking_graph(self, user_id: str) -> PageRankGraph:
+        """The user's PageRank graph, built once and kept until the user's graph changes."""
         generation = self._ppr.generation
         graph = self._ppr.get(user_id)
         if graph is None:
+            rows = self._rows(
+                "SELECT m.episode_id, m.entity_id, e.name FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                f"WHERE m.user_id=? AND e.type NOT IN ({marks(len(ATTRIBUTE_TYPES))})", (user_id, *ATTRIBUTE_TYPES))
             graph = PageRankGraph(
-                [(r["episode_id"], r["entity_id"]) for r in self._rows(
-                    "SELECT m.episode_id, m.entity_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
-                    f"WHERE m.user_id=? AND e.type NOT IN ({marks(len(ATTRIBUTE_TYPES))})",
-                    (user_id, *ATTRIBUTE_TYPES))],
+                [(r["episode_id"], r["entity_id"]) for r in rows],
                 [(r["source_id"], r["target_id"]) for r in self._rows(
-                    "SELECT source_id, target_id FROM relations WHERE user_id=? AND invalid_at IS NULL", (user_id,))])
+                    "SELECT source_id, target_id FROM relations WHERE user_id=? AND invalid_at IS NULL", (user_id,))],
+                {r["entity_id"]: r["name"] for r in rows})
             self._ppr.put(user_id, graph, generation)
-        return graph.rank_episodes(seeds, limit)
+        return graph
 
     def relations_of(self, user_id: str, entity_ids: Sequence[str], include_invalid: bool = False) -> list[Relation]:
         """Relations touching any of these entities."""

@@ -36,6 +36,12 @@ class Plan:
     hit_seeds: int = 5  # best vector hits that seed the PageRank next to the query's entities
     hit_seed_weight: float = 1.0  # their weight (the best hit's) relative to one linked entity
     graph_weight: float = 0.5  # its weight next to the hybrid recall in the fused score
+    # the graph by meaning (HippoRAG 2), both off (0) unless measured to gain out of fold: the query's
+    # phrases are also linked to the entities whose names embed at least `link_threshold` close to them
+    # (besides the exact name/alias lookup), and entities whose names embed at least `synonym_threshold`
+    # close are tied by synonym edges of the PageRank graph (cosines on MiniLM's scale)
+    link_threshold: float = 0.0
+    synonym_threshold: float = 0.0
     dated: bool = False  # render dates on the session's messages too
     steps: tuple[str, ...] = field(default=())
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -18,6 +18,7 @@ import numpy as np
 
 from hippograph.dates import spans_in
 from hippograph.graph.base import GraphStore
+from hippograph.graph.names import NameVectors, Synonyms
 from hippograph.graph.schema import normalise
 from hippograph.ingest import episode_text
 from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, VectorHit
@@ -95,9 +96,14 @@ def _from_episode(e: Episode, route: str) -> Candidate:
 
 
 class Retriever:
-    def __init__(self, graph: GraphStore, indexer: Indexer) -> None:
+    def __init__(self, graph: GraphStore, indexer: Indexer, phrases: Callable[[str], list[str]] | None = None
+                 ) -> None:
+        """`phrases` finds the phrases of a query that may name an entity (a parser's noun chunks and
+        named entities); without it, the query's n-grams are compared by meaning."""
         self.graph = graph
         self.indexer = indexer
+        self.phrases = phrases
+        self.names = NameVectors(indexer.embedder)  # entity names embedded once, for the graph by meaning
 
     def recall(
         self, plan: Plan, user_id: str, query: str, exclude_ids: set[str], dense: Sequence[float] | None = None,
@@ -281,22 +287,21 @@ class Retriever:
             got.score += plan.reply_weight * c.score
         return brought
 
-    def link_entities(self, user_id: str, query: str) -> list[Entity]:
+    def link_entities(self, user_id: str, query: str, threshold: float = 0.0) -> list[Entity]:
         """Entities of the user's graph whose name (or alias) is a phrase of the query, found by exact
-        lookup of the query's normalised n-grams; longer phrases first."""
-        words = _WORD.findall(query)
-        grams: list[str] = []
-        for n in (4, 3, 2, 1):
-            for i in range(len(words) - n + 1):
-                gram = " ".join(words[i:i + n])
-                if n == 1 and (len(gram) < 3 or gram.lower() in _STOP):
-                    continue
-                grams.append(normalise(gram))
-        named = self.graph.entities_named(user_id, grams)
+        lookup of the query's normalised n-grams, longer phrases first; then (`threshold` > 0) for each
+        phrase of the query the entity whose name means it most closely, when at least `threshold` close."""
+        grams = _grams(query)
+        named = self.graph.entities_named(user_id, [normalise(g) for g in grams])
         found: dict[str, Entity] = {}
         for key in grams:
-            for ent in named.get(key, []):
+            for ent in named.get(normalise(key), []):
                 found.setdefault(ent.id, ent)
+        if threshold > 0:
+            phrases = self.phrases(query) if self.phrases is not None else grams
+            for ent_id in self.names.link(phrases, self.graph.entity_names(user_id), threshold):
+                if ent_id not in found and (meant := self.graph.get_entity(user_id, ent_id)) is not None:
+                    found[ent_id] = meant
         return list(found.values())
 
     def graph_episodes(
@@ -308,7 +313,7 @@ class Retriever:
         second hop is found that the question's words alone do not reach. The relations between the
         query's entities and their neighbours are returned as readable facts; the episodes they were
         said in lead the ranking, as the most direct graph evidence."""
-        seeds = [e for e in self.link_entities(user_id, query) if not e.is_user]
+        seeds = [e for e in self.link_entities(user_id, query, plan.link_threshold) if not e.is_user]
         weights = {e.id: 1.0 for e in seeds}
         top = hits[: plan.hit_seeds]
         best = max((c.score for c in top), default=0.0)
@@ -323,7 +328,9 @@ class Retriever:
             ent = self.graph.get_entity(user_id, ent_id)
             names[ent_id] = "the user" if ent is None or ent.is_user else ent.name
         facts = [f"{names[r.source_id]} -[{r.predicate}]-> {names[r.target_id]}" for r in relations]
-        ranked = self.graph.rank_episodes(user_id, weights, limit=plan.graph_limit + len(exclude_ids))
+        synonyms = Synonyms(self.names, plan.synonym_threshold) if plan.synonym_threshold > 0 else None
+        ranked = self.graph.rank_episodes(user_id, weights, limit=plan.graph_limit + len(exclude_ids),
+                                          synonyms=synonyms)
         said = [ep for r in relations for ep in r.source_episode_ids[-SOURCES_PER_FACT:]]
         keep = [ep for ep in dict.fromkeys(said + [ep for ep, _ in ranked]) if ep not in exclude_ids][: plan.graph_limit]
         episodes = {e.id: e for e in self.graph.get_episodes(user_id, keep)}
@@ -335,6 +342,19 @@ class Retriever:
             return self.graph.list_notes(user_id)
         by_id = {n.id: n for n in self.graph.notes_by_ids(list(matched)) if n.current}
         return [by_id[i] for i in matched if i in by_id]
+
+
+def _grams(query: str) -> list[str]:
+    """The query's phrases of 4 words down to 1 (single stop words and short words left out)."""
+    words = _WORD.findall(query)
+    grams: list[str] = []
+    for n in (4, 3, 2, 1):
+        for i in range(len(words) - n + 1):
+            gram = " ".join(words[i:i + n])
+            if n == 1 and (len(gram) < 3 or gram.lower() in _STOP):
+                continue
+            grams.append(gram)
+    return grams
 
 
 def _without(query: str, name: str) -> str:

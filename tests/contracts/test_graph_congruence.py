@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from hippograph.graph.base import GraphStore
+from hippograph.graph.names import NameVectors, Synonyms
 from hippograph.graph.schema import normalise
 from hippograph.graph.sqlite_store import USER_ENTITY_KEY
 from hippograph.models import Entity, Episode, Note, NoteKind, Relation, Role, stable_id
+from hippograph.vectors.embedders import OnnxMiniLMEmbedder
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
 USERS = ["u1", "u2", "u3"]
@@ -32,6 +34,9 @@ PREDICATES = ["KNOWS", "MANAGES", "WORKS_AT", "LIVES_IN", "LIKES"]
 SLOTS = ["fact:job", "fact:home", "preference:food", "decision:db"]
 QUERIES = ["a", "A", "ali", "acme", "ACME corp", "the northwest", "emile", "é", "Zo", "_", "n_r", "%", "100%",
            "o'brien", "user", " ", "nobody"]
+
+
+NAME_VECTORS = NameVectors(OnnxMiniLMEmbedder())  # loads the model on first use
 
 
 class Rollback(Exception):
@@ -270,3 +275,9 @@ def test_same_answers_from_every_read(stores) -> None:
             for limit in (5, 100):
                 same_ranking(emb.personalized_pagerank(user, picked, limit),
                              neo.personalized_pagerank(user, picked, limit))
+            # the ranking of episodes, with and without the synonym edges between near names
+            seeds = {e: 1.0 + i for i, e in enumerate(picked)}
+            for synonyms in (None, Synonyms(NAME_VECTORS, 0.8), Synonyms(NAME_VECTORS, 0.6)):
+                same_ranking(emb.rank_episodes(user, seeds, 20, synonyms=synonyms),
+                             neo.rank_episodes(user, seeds, 20, synonyms=synonyms))
+        same(lambda s, u=user: s.entity_names(u))

@@ -11,8 +11,10 @@ import pytest
 
 from hippograph.errors import BackendUnavailable, InvalidInput
 from hippograph.graph.base import GraphStore
+from hippograph.graph.names import NameVectors, Synonyms
 from hippograph.graph.neo4j_store import Neo4jGraphStore
 from hippograph.models import AuditEvent, Entity, Episode, EpisodeKind, Note, NoteKind, Relation, Role, new_id
+from hippograph.vectors.embedders import OnnxMiniLMEmbedder
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -128,6 +130,34 @@ def test_mentions_and_exact_names_and_episode_ranking(store: GraphStore) -> None
     from_ep0 = [eid for eid, _ in store.rank_episodes("u1", {"u1-ep0": 1.0}, limit=10)]
     assert from_ep0[0] == "u1-ep1" and "u1-ep0" not in from_ep0
     assert store.rank_episodes("u1", {"unknown": 1.0}) == []
+
+
+@pytest.fixture(scope="module")
+def names() -> NameVectors:
+    return NameVectors(OnnxMiniLMEmbedder())
+
+
+def test_synonym_edges_reach_a_passage_through_a_near_synonym(store: GraphStore, names: NameVectors) -> None:
+    store.ensure_user("u1")
+    store.add_episodes([ep("u1", i) for i in range(3)])
+    corp, acme, dana, may = store.resolve_entities(
+        "u1", [ent("u1", "Acme Corporation", "Organization"), ent("u1", "Acme", "Organization"),
+               ent("u1", "Dana Kim", "Person"), ent("u1", "May 2024", "Date")])
+    store.link_mentions("u1-ep0", [corp.id, may.id])
+    store.link_mentions("u1-ep1", [acme.id])
+    store.link_mentions("u1-ep2", [dana.id, may.id])
+    # what a query is linked to by meaning: the named entities of the ranking graph, dates left out
+    assert store.entity_names("u1") == dict(sorted({corp.id: "Acme Corporation", acme.id: "Acme",
+                                                    dana.id: "Dana Kim"}.items()))
+    assert store.entity_names("u2") == {}
+    assert [e for e, _ in store.rank_episodes("u1", {corp.id: 1.0})] == ["u1-ep0"]
+    synonyms = Synonyms(names, 0.8)
+    assert [e for e, _ in store.rank_episodes("u1", {corp.id: 1.0}, synonyms=synonyms)] == ["u1-ep0", "u1-ep1"]
+    assert [e for e, _ in store.rank_episodes("u1", {corp.id: 1.0}, synonyms=Synonyms(names, 0.95))] == ["u1-ep0"]
+    # a new mention changes the graph: the synonyms are computed again with it
+    store.link_mentions("u1-ep2", [acme.id])
+    ranked = [e for e, _ in store.rank_episodes("u1", {corp.id: 1.0}, synonyms=synonyms)]
+    assert ranked[0] == "u1-ep0" and set(ranked) == {"u1-ep0", "u1-ep1", "u1-ep2"}
 
 
 def test_speakers_are_found_by_name_without_case(store: GraphStore) -> None:
