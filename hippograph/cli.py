@@ -296,6 +296,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not cases:
             raise InvalidInput(f"--cases: no case files given, and none in {extraction.DEFAULT_CASES}")
         extraction.run(cases, _out(args), workdir, Path(args.baseline) if args.baseline else None)
+    elif args.bench == "concurrency":
+        from hippograph.bench import concurrency
+
+        if args.url and (args.workdir or args.extractor):
+            raise InvalidInput("--workdir and --extractor configure the server this command starts: not with --url")
+        load = concurrency.Load(args.writers, args.readers, args.users, args.duration,
+                                concurrency.parse_range(args.messages), args.seed)
+        report = concurrency.run(load, args.url, args.api_key, _out(args), workdir)
+        return 0 if report["passed"] else 1
     else:
         from hippograph.bench import scale
 
@@ -325,6 +334,16 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--memories", default="10000,100000", help="comma-separated sizes (default 10000,100000)")
     sc.add_argument("--seed", type=int, default=7)
     sc.add_argument("--queries", type=int, default=200, help="context queries per size (default 200)")
+    cc = bs.add_parser("concurrency", help="the HTTP API under concurrent writers and readers, then an exact "
+                                           "read-back of every acknowledged message (exit 1 if one is lost or "
+                                           "the server answered a 5xx)")
+    cc.add_argument("--writers", type=int, default=2, help="clients posting messages (default 2)")
+    cc.add_argument("--readers", type=int, default=2, help="clients asking for context or searching (default 2)")
+    cc.add_argument("--users", type=int, default=8, help="users the clients spread over (default 8)")
+    cc.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
+    cc.add_argument("--messages", default="1-3", help="messages per write, N or LO-HI (default 1-3)")
+    cc.add_argument("--seed", type=int, default=7)
+    _url_arguments(cc, "drive a running server instead of starting one on a fresh data folder", "read and write")
     ex = bs.add_parser("extraction", help="precision and recall of the long-term notes on labelled sequences")
     ex.add_argument("--cases", help="comma-separated case files (default: bench/extraction/*.json)")
     ex.add_argument("--baseline", help="an earlier report (--out) to print beside this one")
@@ -334,7 +353,7 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
         parser.add_argument("--folds", type=int, metavar="K",
                             help="also choose the planner's tuned settings on K-1 folds and report them on the "
                                  "K-th (LoCoMo: whole conversations; K >= conversations leaves one out)")
-    for parser in (lo, mh, sc, ex):
+    for parser in (lo, mh, sc, cc, ex):
         parser.add_argument("--extractor", choices=["spacy", "llm"],
                             help="extract with spaCy or with the LLM of HIPPOGRAPH_LLM__* (default: the configured one)")
         parser.add_argument("--out", help="write the JSON report here")

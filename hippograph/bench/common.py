@@ -137,8 +137,8 @@ def machine() -> dict[str, object]:
             "loadavg_1m_end": round(os.getloadavg()[0], 2)}
 
 
-def markdown_table(results: dict[str, dict[str, float | int]], columns: Sequence[str]) -> str:
-    head = "| method | " + " | ".join(columns) + " |"
+def markdown_table(results: dict[str, dict], columns: Sequence[str], label: str = "method") -> str:
+    head = f"| {label} | " + " | ".join(columns) + " |"
     rule = "|---|" + "---|" * len(columns)
     rows = [f"| {name} | " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for name, r in results.items()]
     return "\n".join([head, rule, *rows])
@@ -153,8 +153,8 @@ def models_used(service: Hippograph) -> dict:
             "by_operation": {op: sum(r.calls for r in rows if r.operation == op) for op in {r.operation for r in rows}}}
 
 
-def write_report(report: dict, out: Path | None, columns: Sequence[str]) -> None:
-    print(markdown_table(report["results"], columns))
+def write_report(report: dict, out: Path | None, columns: Sequence[str], label: str = "method") -> None:
+    print(markdown_table(report["results"], columns, label))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n")
