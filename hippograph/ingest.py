@@ -13,7 +13,8 @@ import json
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -165,8 +166,15 @@ class Ingestor:
         self, user_id: str, session_id: str | None, agent_id: str | None,
         messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
     ) -> IngestResult:
-        with self._user_lock(user_id):
+        with self.user_write(user_id):
             return self._ingest(user_id, session_id, agent_id, messages, documents, metadata)
+
+    @contextmanager
+    def user_write(self, user_id: str) -> Iterator[None]:
+        """The user's writes one at a time: in this process (a lock per user) and across the processes
+        on the same store (its write lease, e.g. API replicas on one Neo4j). Taken before `self.lock`."""
+        with self._user_lock(user_id), self.graph.write_lease(user_id):
+            yield
 
     def _user_lock(self, user_id: str) -> threading.Lock:
         with self.lock:
@@ -262,7 +270,7 @@ class Ingestor:
                     by_user[ep.user_id].append(ep)
                 for user_id, eps in by_user.items():
                     result = IngestResult()
-                    with self._user_lock(user_id), acting_for(user_id):
+                    with self.user_write(user_id), acting_for(user_id):
                         self._process(eps, result)
                     done += len(eps) - len(result.pending)
             finally:
@@ -295,8 +303,10 @@ class Ingestor:
         if self.resolver is not None:
             ex = self.resolver(self.graph, episodes[0].user_id, ex)
         with self.lock:
-            # an episode deleted while it was being extracted (no lock held) must not come back
-            alive = {e.id for e in self.graph.get_episodes(episodes[0].user_id, [e.id for e in episodes])}
+            # an episode deleted while it was being extracted (no lock held) must not come back, and one
+            # another process finished meanwhile (its sweep, under the user's lease) is not stored twice
+            alive = {e.id for e in self.graph.get_episodes(episodes[0].user_id, [e.id for e in episodes])
+                     if not e.processed}
             if len(alive) < len(episodes):
                 episodes, ex = [e for e in episodes if e.id in alive], only_from(ex, alive)
             if episodes:

@@ -265,7 +265,7 @@ class Hippograph:
         if not any(s.session_id == session_id for s in self.graph.list_sessions(user_id)):
             raise NotFound(f"this user has no session {session_id!r}")
         self.guard.check("ending the session")
-        with self.ingestor.lock:
+        with self.ingestor.user_write(user_id), self.ingestor.lock:
             return self.forgetting.session(user_id, session_id, actor)
 
     def _episode_ids(self, user_id: str, memory_id: str) -> list[str]:
@@ -312,7 +312,7 @@ class Hippograph:
             expired = self._expired_memory(user_id, memory_id)
             ids, names = list(expired), list(expired.values())
         self.guard.check("deleting the memory")
-        with self.ingestor.lock:
+        with self.ingestor.user_write(user_id), self.ingestor.lock:
             self.forgetting.episodes(user_id, ids, actor)
         return names
 
@@ -334,7 +334,7 @@ class Hippograph:
     def forget_user(self, user_id: str) -> None:
         self._require_user(user_id)
         self.guard.check("forgetting the user")
-        with self.ingestor.lock:
+        with self.ingestor.user_write(user_id), self.ingestor.lock:
             self.forgetting.user(user_id)
 
     def delete_note(self, user_id: str, item_id: str, actor: str = "api") -> None:
@@ -343,7 +343,7 @@ class Hippograph:
         self._require_user(user_id)
         note = self._own_note(user_id, item_id)
         self.guard.check("deleting the profile item")
-        with self.ingestor.lock:
+        with self.ingestor.user_write(user_id), self.ingestor.lock:
             self.forgetting.note(user_id, note, actor)
 
     @_for_user
@@ -351,22 +351,23 @@ class Hippograph:
         """Replace a current profile item with the corrected text: the old item keeps its history
         (valid until now, superseded by the correction), the new one keeps the old one's sources."""
         self._require_user(user_id)
-        old = self._own_note(user_id, item_id)
-        if not old.current:
-            raise Conflict(f"profile item {item_id!r} was already replaced by {old.superseded_by!r}: "
-                           "correct the current item" if old.superseded_by else
-                           f"profile item {item_id!r} is no longer current: correct a current item")
-        self.guard.check("correcting the profile item")
-        now = utcnow()
-        new = Note(id=new_id("note"), user_id=user_id, kind=old.kind, text=text.strip(), slot=old.slot,
-                   valid_at=now, source_episode_ids=list(old.source_episode_ids), confidence=1.0)
-        with self.graph.batch():
-            self.graph.add_note(new)
-            self.graph.supersede_note(old.id, new.id, now)
-            self.graph.add_audit([audit_event(user_id, actor, "correct", new.id, new.text, old.id, now),
-                                  audit_event(user_id, actor, "supersede", old.id, old.text, new.id, now)])
-        self.indexer.store.delete([old.id])
-        self.indexer.index([note_record(new)])
+        with self.ingestor.user_write(user_id):  # read and replaced under the user's lease: one correction wins
+            old = self._own_note(user_id, item_id)
+            if not old.current:
+                raise Conflict(f"profile item {item_id!r} was already replaced by {old.superseded_by!r}: "
+                               "correct the current item" if old.superseded_by else
+                               f"profile item {item_id!r} is no longer current: correct a current item")
+            self.guard.check("correcting the profile item")
+            now = utcnow()
+            new = Note(id=new_id("note"), user_id=user_id, kind=old.kind, text=text.strip(), slot=old.slot,
+                       valid_at=now, source_episode_ids=list(old.source_episode_ids), confidence=1.0)
+            with self.graph.batch():
+                self.graph.add_note(new)
+                self.graph.supersede_note(old.id, new.id, now)
+                self.graph.add_audit([audit_event(user_id, actor, "correct", new.id, new.text, old.id, now),
+                                      audit_event(user_id, actor, "supersede", old.id, old.text, new.id, now)])
+            self.indexer.store.delete([old.id])
+            self.indexer.index([note_record(new)])
         return new
 
     def _own_note(self, user_id: str, item_id: str) -> Note:

@@ -30,6 +30,12 @@ class GraphStore(Protocol):
 
     def close(self) -> None: ...
 
+    def write_lease(self, user_id: str) -> AbstractContextManager[None]:
+        """Hold the user's write lease for the block: writes of that user by any other process on the
+        same store wait until it ends (API replicas on one database apply a user's writes one after
+        another). Taken outside `batch()`. A store that only one process can open needs none."""
+        ...
+
     def batch(self) -> AbstractContextManager[None]:
         """Group the writes made inside into one transaction: all of them land, or none."""
 

@@ -59,6 +59,7 @@ SCHEMA = [
     "CREATE CONSTRAINT hg_key_hash IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.key_hash IS UNIQUE",
     "CREATE CONSTRAINT hg_episode_ref_id IF NOT EXISTS FOR (r:EpisodeRef) REQUIRE r.id IS UNIQUE",
     "CREATE INDEX hg_episode_ref_user IF NOT EXISTS FOR (r:EpisodeRef) ON (r.user_id)",
+    "CREATE CONSTRAINT hg_write_lease IF NOT EXISTS FOR (l:WriteLease) REQUIRE l.user_id IS UNIQUE",
 ]
 # A database made before tenants: each of its users becomes a user of the default tenant, its data
 # filed under the user id it always had.

@@ -38,6 +38,7 @@ from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
 from hippograph.graph.names import Synonyms
 from hippograph.graph.neo4j_forget import Neo4jForgetting
+from hippograph.graph.neo4j_lease import Neo4jLease
 from hippograph.graph.neo4j_tenancy import Neo4jTenancy
 from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
 from hippograph.graph.schema import normalise
@@ -59,7 +60,7 @@ async def _cypher(tx: Tx, query: str, params: dict[str, Any]) -> Rows:
     return await _data(tx, query, **params)
 
 
-class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy):
+class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy, Neo4jLease):
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
                  database: str = "neo4j") -> None:
         self.uri = uri

@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import datetime
 from pathlib import Path
 
@@ -125,6 +125,11 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
                 raise
             finally:
                 self._depth = 0
+
+    def write_lease(self, user_id: str) -> AbstractContextManager[None]:
+        """Nothing to hold: an embedded graph store serves one process (API replicas share a Neo4j),
+        and within it the ingestor orders each user's writes."""
+        return nullcontext()
 
     @contextmanager
     def batch(self) -> Iterator[None]:
