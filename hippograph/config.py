@@ -19,6 +19,9 @@ class GraphSettings(BaseModel):
     user: str | None = None
     password: str | None = None
     database: str = "neo4j"
+    write_lease_seconds: float = Field(
+        15.0, gt=0.5, le=600, description="Neo4j: how long a user's write lease lasts unless its holder renews it "
+        "(every third of it); the longest a replica that died mid-write holds up that user's writes.")
 
     @model_validator(mode="after")
     def _neo4j_needs_a_uri(self) -> GraphSettings:

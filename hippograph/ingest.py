@@ -115,6 +115,7 @@ class Ingestor:
         # supersede each other in the order they came even while an LLM extracts for seconds; other
         # users' writes go on meanwhile (self.lock is held only for the short store steps)
         self._users: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._holding = threading.local()  # the users whose writes this thread holds
         self.tool_output_chars = tool_output_chars
         self.world = world or WorldSettings()
         self.profile = profile or ProfileSettings()
@@ -172,9 +173,18 @@ class Ingestor:
     @contextmanager
     def user_write(self, user_id: str) -> Iterator[None]:
         """The user's writes one at a time: in this process (a lock per user) and across the processes
-        on the same store (its write lease, e.g. API replicas on one Neo4j). Taken before `self.lock`."""
-        with self._user_lock(user_id), self.graph.write_lease(user_id):
+        on the same store (its write lease, e.g. API replicas on one Neo4j). Taken before `self.lock`.
+        A thread that holds it already (a delete asked for while its own write extracts) goes on."""
+        held = self._holding.__dict__.setdefault("users", set())
+        if user_id in held:
             yield
+            return
+        with self._user_lock(user_id), self.graph.write_lease(user_id):
+            held.add(user_id)
+            try:
+                yield
+            finally:
+                held.discard(user_id)
 
     def _user_lock(self, user_id: str) -> threading.Lock:
         with self.lock:

@@ -113,7 +113,8 @@ class SessionKeeper:
             lines = self.fallback.summarize(summary_lines(previous), aged, cfg.summary_max_tokens)
         last = aged[-1]
         covered = int(previous.metadata.get("messages", 0) if previous else 0) + len(aged)
-        with self.graph.batch():
+        # under the user's lease: another process summarising the same session waits, then finds it done
+        with self.graph.write_lease(user_id), self.graph.batch():
             current = stored_summary(self.graph.session_episodes(user_id, session_id))
             if covered_through(current) >= last.seq:
                 return None  # a concurrent call summarised as far or further
@@ -151,11 +152,24 @@ class SessionKeeper:
         if not self.guard.allows("deleting expired sessions"):
             return 0
         done = 0
-        with self._write_lock:
-            while found := self.graph.expired_sessions(before, user_id=user_id, limit=100):
-                for s in found:
-                    self.delete(s.user_id, s.session_id, now, "session-ttl", "expire")
-                    done += 1
+        while found := self.graph.expired_sessions(before, user_id=user_id, limit=100):
+            gone = 0
+            by_user: dict[str, list[str]] = {}
+            for s in found:
+                by_user.setdefault(s.user_id, []).append(s.session_id)
+            for user, sessions in by_user.items():
+                # the user's lease first, as a write takes it (then the write lock); under it, what is
+                # still idle: another process may have written to a session meanwhile, or expired it
+                with self.graph.write_lease(user), self._write_lock:
+                    idle = {x.session_id for x in self.graph.expired_sessions(before, user_id=user,
+                                                                               limit=len(sessions) + 100)}
+                    for session_id in sessions:
+                        if session_id in idle:
+                            self.delete(user, session_id, now, "session-ttl", "expire")
+                            gone += 1
+            done += gone
+            if not gone:
+                break  # every one found was written to or expired elsewhere: the next sweep looks again
         return done
 
     def delete(self, user_id: str, session_id: str, now: datetime, actor: str, action: str = "delete") -> int:

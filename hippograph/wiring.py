@@ -33,7 +33,8 @@ def build_graph(settings: Settings) -> GraphStore:
             from hippograph.graph.neo4j_store import Neo4jGraphStore
 
             assert cfg.uri is not None  # the settings validator requires it for neo4j
-            return Neo4jGraphStore(cfg.uri, user=cfg.user, password=cfg.password, database=cfg.database)
+            return Neo4jGraphStore(cfg.uri, user=cfg.user, password=cfg.password, database=cfg.database,
+                                   lease_ms=int(cfg.write_lease_seconds * 1000))
 
 
 def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embedder:

@@ -17,7 +17,7 @@ from hippograph.graph.neo4j_cypher import Rows
 # Two statements of one transaction: the first takes the node's write lock (held to the commit), so
 # the second reads what the last holder committed, and the check and the take are one step. The node
 # stays when the lease is given back (a deleted node could still be locked by a taker that matched it).
-LOCK = "MERGE (l:WriteLease {user_id: $user}) SET l.taking = true"
+LOCK = "MERGE (l:WriteLease {user_id: $user}) ON CREATE SET l.name = 'write lease' SET l.taking = true"
 TAKE = """
 MATCH (l:WriteLease {user_id: $user})
 WITH l, timestamp() AS now
@@ -28,7 +28,11 @@ REMOVE l.taking
 RETURN free, l.until - now AS wait
 """
 RENEW = "MATCH (l:WriteLease {user_id: $user, owner: $owner}) SET l.until = timestamp() + $ttl"
+# given back: kept for the next writer, or gone with a user the holder has just deleted
 RELEASE = "MATCH (l:WriteLease {user_id: $user, owner: $owner}) REMOVE l.owner, l.until"
+RELEASE_GONE = """
+MATCH (l:WriteLease {user_id: $user, owner: $owner}) WHERE NOT EXISTS { MATCH (:User {user_id: $user}) } DELETE l
+"""
 
 
 class Neo4jLease:
@@ -37,9 +41,10 @@ class Neo4jLease:
     _driver: AsyncDriver | None
     _run: Callable[[Coroutine[Any, Any, Any]], Any]
     database: str
+    lease_ms: int
 
     def write_lease(self, user_id: str) -> AbstractContextManager[None]:
-        return lease.hold(user_id, self._take, self._renew, self._release)
+        return lease.hold(user_id, self._take, self._renew, self._release, lease_ms=self.lease_ms)
 
     def _take(self, user_id: str, owner: str, ttl: int) -> tuple[bool, int]:
         rows = self._apart(LOCK, TAKE, user=user_id, owner=owner, ttl=ttl)
@@ -51,7 +56,7 @@ class Neo4jLease:
         self._apart(RENEW, user=user_id, owner=owner, ttl=ttl)
 
     def _release(self, user_id: str, owner: str) -> None:
-        self._apart(RELEASE, user=user_id, owner=owner)
+        self._apart(RELEASE_GONE, RELEASE, user=user_id, owner=owner)
 
     def _apart(self, *queries: str, **params: Any) -> Rows:
         """Statements in one transaction of its own, never the open batch's (a lease is seen by the

@@ -34,6 +34,7 @@ from neo4j.exceptions import ConfigurationError as DriverConfigurationError
 
 from hippograph.auth import DEFAULT_TENANT
 from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
+from hippograph.graph import lease
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
 from hippograph.graph.names import Synonyms
@@ -62,9 +63,10 @@ async def _cypher(tx: Tx, query: str, params: dict[str, Any]) -> Rows:
 
 class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy, Neo4jLease):
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
-                 database: str = "neo4j") -> None:
+                 database: str = "neo4j", lease_ms: int = lease.LEASE_MS) -> None:
         self.uri = uri
         self.database = database
+        self.lease_ms = lease_ms  # a user's write lease, unless renewed (graph.lease)
         self._auth = (user, password or "") if user else None
         self._lock = threading.RLock()
         self._loop: asyncio.AbstractEventLoop | None = None
