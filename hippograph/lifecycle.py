@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 from hippograph.audit import audit_event
@@ -76,8 +77,11 @@ def drop_summary_lines(graph: GraphStore, user_id: str, session_ids: Collection[
 class SessionKeeper:
     def __init__(self, graph: GraphStore, indexer: Indexer, summarizer: Summarizer, settings: SessionSettings,
                  write_lock: threading.Lock, fallback: Summarizer | None = None,
-                 guard: StorageGuard | None = None, on_delete: Callable[[], None] | None = None) -> None:
+                 guard: StorageGuard | None = None, on_delete: Callable[[], None] | None = None,
+                 user_write: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
         self.graph = graph
+        # one user's writes one at a time (the ingestor's: its lock per user, then the store's lease)
+        self._user_write = user_write or graph.write_lease
         self.indexer = indexer
         self.summarizer = summarizer
         self.fallback = fallback  # when the summarizer (a model) fails
@@ -114,7 +118,7 @@ class SessionKeeper:
         last = aged[-1]
         covered = int(previous.metadata.get("messages", 0) if previous else 0) + len(aged)
         # under the user's lease: another process summarising the same session waits, then finds it done
-        with self.graph.write_lease(user_id), self.graph.batch():
+        with self._user_write(user_id), self.graph.batch():
             current = stored_summary(self.graph.session_episodes(user_id, session_id))
             if covered_through(current) >= last.seq:
                 return None  # a concurrent call summarised as far or further
@@ -160,7 +164,7 @@ class SessionKeeper:
             for user, sessions in by_user.items():
                 # the user's lease first, as a write takes it (then the write lock); under it, what is
                 # still idle: another process may have written to a session meanwhile, or expired it
-                with self.graph.write_lease(user), self._write_lock:
+                with self._user_write(user), self._write_lock:
                     idle = {x.session_id for x in self.graph.expired_sessions(before, user_id=user,
                                                                                limit=len(sessions) + 100)}
                     for session_id in sessions:

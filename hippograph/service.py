@@ -126,7 +126,7 @@ class Hippograph:
         self.forgetting = Forgetting(graph, indexer, self.compactor)
         self.sessions = SessionKeeper(graph, indexer, summarizer or extractive, self.session_settings,
                                       self.ingestor.lock, fallback=extractive, guard=self.guard,
-                                      on_delete=self.compactor.mark)
+                                      on_delete=self.compactor.mark, user_write=self.ingestor.user_write)
         self.usage = usage or UsageMeter()  # model calls and tokens, per user and operation
         self.tenancy = Tenancy(graph, self.guard)  # API keys, and the owner key each tenant's user is filed under
         self._ready = threading.Event()
