@@ -75,6 +75,13 @@ class NoteWriter:
                 return note
         return None
 
+    def _said_after(self, user_id: str, current: Note, at: datetime) -> bool:
+        """Was the current note last said in a message later than `at`? Compared by the messages' own
+        times on both sides (a correction is timed by the server, messages may carry the client's);
+        a note whose messages are gone counts as said before."""
+        said = [e.timestamp for e in self.graph.get_episodes(user_id, current.source_episode_ids)]
+        return bool(said) and max(said) > at
+
     def write(
         self, user_id: str, ex: Extraction, when: dict[str, datetime], changes: list[NoteChange], stale: list[str],
         actor: str, texts: dict[str, str],
@@ -107,6 +114,15 @@ class NoteWriter:
                 continue
             note = Note(id=new_id("note"), user_id=user_id, kind=n.kind, text=n.text, slot=n.slot,
                         valid_at=at, source_episode_ids=[n.episode_id], confidence=n.confidence)
+            if current is not None and self._said_after(user_id, current, at):
+                # said before what the current note was last said in (a message extracted late: its
+                # replica died, or the model was down): it joins the history, and the current one stays
+                self.graph.add_note(note)
+                self.graph.supersede_note(note.id, current.id, current.valid_at)
+                stale.append(note.id)
+                events += [audit_event(user_id, actor, "create", note.id, note.text, None, at),
+                           audit_event(user_id, actor, "supersede", note.id, note.text, current.id, at)]
+                continue
             self.graph.add_note(note)
             events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None, at))
             if current is not None:

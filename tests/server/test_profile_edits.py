@@ -90,3 +90,20 @@ def test_leaving_an_employer_ends_the_note(client: TestClient) -> None:
     history = client.get("/v1/users/gwen/profile/history").json()["facts"]
     old = next(f for f in history if "Globex" in f["fact"])
     assert old["current"] is False  # kept in the history, no longer today's truth
+
+
+def test_a_statement_said_earlier_but_stored_later_joins_the_history(client: TestClient) -> None:
+    # the move to Lima was said last; the one to Oslo, said a week before it, arrives after it (a
+    # message extracted late, or sent late): Lima stays current, Oslo is history replaced by Lima
+    remember(client, "hana", "h2", "I just moved to Lima.", "2024-05-20T10:00:00Z")
+    remember(client, "hana", "h1", "I just moved to Oslo.", "2024-05-13T10:00:00Z")
+    facts = [f["fact"] for f in client.get("/v1/users/hana/profile").json()["facts"]]
+    assert any("Lima" in f for f in facts) and not any("Oslo" in f for f in facts), facts
+    history = client.get("/v1/users/hana/profile/history").json()["facts"]
+    lima, oslo = (next(f for f in history if city in f["fact"]) for city in ("Lima", "Oslo"))
+    assert oslo["current"] is False and oslo["superseded_by"] == lima["id"] and lima["current"] is True
+    # and a correction (timed by the server) is still replaced by what is said after the messages it cites
+    fixed = client.patch(f"/v1/users/hana/profile/{lima['id']}", json={"text": "Lives in Lima, Peru"}).json()
+    remember(client, "hana", "h3", "I just moved to Quito.", "2024-06-02T10:00:00Z")
+    facts = [f["fact"] for f in client.get("/v1/users/hana/profile").json()["facts"]]
+    assert any("Quito" in f for f in facts) and fixed["text"] not in facts, facts
