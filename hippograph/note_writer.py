@@ -121,7 +121,8 @@ class NoteWriter:
                 self.graph.supersede_note(note.id, current.id, current.valid_at)
                 stale.append(note.id)
                 events += [audit_event(user_id, actor, "create", note.id, note.text, None, at),
-                           audit_event(user_id, actor, "supersede", note.id, note.text, current.id, at)]
+                           audit_event(user_id, actor, "supersede", note.id, note.text, current.id,
+                                       current.valid_at)]
                 continue
             self.graph.add_note(note)
             events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None, at))

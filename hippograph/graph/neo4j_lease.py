@@ -12,7 +12,7 @@ from neo4j import AsyncDriver
 
 from hippograph.errors import BackendUnavailable
 from hippograph.graph import lease
-from hippograph.graph.neo4j_cypher import Rows
+from hippograph.graph.neo4j_cypher import Rows, Tx, data
 
 # Two statements of one transaction: the first takes the node's write lock (held to the commit), so
 # the second reads what the last holder committed, and the check and the take are one step. The node
@@ -68,10 +68,10 @@ class Neo4jLease:
         if self._driver is None:
             raise BackendUnavailable("the graph store is not open")
 
-        async def work(tx: Any) -> Rows:
+        async def work(tx: Tx) -> Rows:
             rows: Rows = []
             for query in queries:
-                rows = [r.data() async for r in await tx.run(query, params)]
+                rows = await data(tx, query, **params)
             return rows
 
         async with self._driver.session(database=self.database) as session:
