@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import datetime
 from pathlib import Path
@@ -18,10 +18,8 @@ from pathlib import Path
 import networkx as nx
 
 from hippograph.errors import BackendUnavailable
-from hippograph.graph.base import Subgraph
 from hippograph.graph.cache import PerUser
-from hippograph.graph.names import Synonyms
-from hippograph.graph.ppr import ATTRIBUTE_TYPES, PageRankGraph
+from hippograph.graph.ppr import PageRankGraph
 from hippograph.graph.schema import (
     SCHEMA,
     entity_of,
@@ -36,6 +34,7 @@ from hippograph.graph.schema import (
 )
 from hippograph.graph.sqlite_forget import EPISODE_REFS, SqliteForgetting
 from hippograph.graph.sqlite_tenancy import SqliteTenancy
+from hippograph.graph.sqlite_traversal import SqliteTraversal
 from hippograph.models import AuditEvent, Entity, Episode, Note, Relation, SessionInfo, stable_id
 from hippograph.storage_guard import disk_full
 
@@ -50,7 +49,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
+class SqliteGraphStore(SqliteForgetting, SqliteTenancy, SqliteTraversal):
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
@@ -445,68 +444,6 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy):
                             f"({marks(len(entity_ids))}) ORDER BY episode_id", (user_id, *entity_ids)):
             out.setdefault(r["entity_id"], []).append(r["episode_id"])
         return out
-
-    # --- traversal (networkx) -------------------------------------------------------------------
-    def _graph(self, user_id: str) -> nx.MultiDiGraph:
-        g = self._graphs.get(user_id)
-        if g is None:
-            g = nx.MultiDiGraph()
-            g.add_nodes_from(r["id"] for r in self._rows("SELECT id FROM entities WHERE user_id=?", (user_id,)))
-            for r in self._rows("SELECT id,source_id,target_id,predicate,invalid_at FROM relations "
-                                "WHERE user_id=?", (user_id,)):
-                g.add_edge(r["source_id"], r["target_id"], key=r["id"], predicate=r["predicate"],
-                           current=r["invalid_at"] is None)
-            self._graphs[user_id] = g
-        return g
-
-    def neighbors(self, user_id: str, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
-        ent = self.get_entity(user_id, entity_id)
-        if ent is None:
-            return Subgraph([], [])
-        with self._lock:
-            g = self._graph(ent.user_id)
-            view = g if include_invalid else nx.subgraph_view(
-                g, filter_edge=lambda u, v, k: g.edges[u, v, k]["current"])
-            reach = nx.single_source_shortest_path_length(view.to_undirected(as_view=True), entity_id,
-                                                          cutoff=depth)
-            rel_ids = [k for u, v, k in view.subgraph(reach).edges(keys=True)]
-        ents = self._rows(f"SELECT * FROM entities WHERE id IN ({marks(len(reach))})", tuple(reach))
-        return Subgraph([entity_of(r) for r in ents], self.get_relations(rel_ids))
-
-    def personalized_pagerank(self, user_id: str, seeds: Sequence[str], limit: int = 20) -> list[tuple[str, float]]:
-        with self._lock:
-            g = self._graph(user_id)
-            seeds = [s for s in seeds if s in g]
-            if not seeds:
-                return []
-            simple = nx.Graph()
-            simple.add_nodes_from(g.nodes)
-            simple.add_edges_from((u, v) for u, v, cur in g.edges(data="current") if cur)
-            ranks = nx.pagerank(simple, personalization={s: 1.0 for s in seeds}, max_iter=200)
-        return sorted(ranks.items(), key=lambda kv: -kv[1])[:limit]
-
-    def rank_episodes(self, user_id: str, seeds: Mapping[str, float], limit: int = 30,
-                      synonyms: Synonyms | None = None) -> list[tuple[str, float]]:
-        return self._ranking_graph(user_id).rank_episodes(seeds, limit, synonyms=synonyms)
-
-    def entity_names(self, user_id: str) -> dict[str, str]:
-        return dict(self._ranking_graph(user_id).names)
-
-    def _ranking_graph(self, user_id: str) -> PageRankGraph:
-        """The user's PageRank graph, built once and kept until the user's graph changes."""
-        generation = self._ppr.generation
-        graph = self._ppr.get(user_id)
-        if graph is None:
-            rows = self._rows(
-                "SELECT m.episode_id, m.entity_id, e.name FROM mentions m JOIN entities e ON e.id = m.entity_id "
-                f"WHERE m.user_id=? AND e.type NOT IN ({marks(len(ATTRIBUTE_TYPES))})", (user_id, *ATTRIBUTE_TYPES))
-            graph = PageRankGraph(
-                [(r["episode_id"], r["entity_id"]) for r in rows],
-                [(r["source_id"], r["target_id"]) for r in self._rows(
-                    "SELECT source_id, target_id FROM relations WHERE user_id=? AND invalid_at IS NULL", (user_id,))],
-                {r["entity_id"]: r["name"] for r in rows})
-            self._ppr.put(user_id, graph, generation)
-        return graph
 
     def relations_of(self, user_id: str, entity_ids: Sequence[str], include_invalid: bool = False) -> list[Relation]:
         """Relations touching any of these entities."""
