@@ -38,6 +38,7 @@ from hippograph.operations import (
     DeletedOut,
     EndedOut,
     MemoryOut,
+    MemoryStatusOut,
     Operation,
     ProfileOut,
     SessionsOut,
@@ -142,10 +143,15 @@ class _Operations:
 
     def remember(self, user_id: str, messages: Sequence[Any] | None = None, documents: Sequence[Any] | None = None,
                  session_id: str | None = None, agent_id: str | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> IngestResult:
-        """Store messages (dicts or `MessageIn`: id, role, content, timestamp...) and/or documents."""
+                 metadata: Mapping[str, Any] | None = None, wait: bool = True) -> IngestResult:
+        """Store messages (dicts or `MessageIn`: id, role, content, timestamp...) and/or documents.
+        `wait=False` returns once they are stored; `pending` lists what is not searchable yet."""
         return self.call("remember", user_id=user_id, messages=messages, documents=documents,
-                          session_id=session_id, agent_id=agent_id, metadata=metadata)
+                          session_id=session_id, agent_id=agent_id, metadata=metadata, wait=wait)
+
+    def memory_status(self, user_id: str, ids: Sequence[str]) -> MemoryStatusOut:
+        """Which of these stored messages or documents are extracted and searchable yet."""
+        return self.call("memory_status", user_id=user_id, ids=list(ids))
 
     def context(self, user_id: str, query: str, session_id: str | None = None, token_budget: int | None = None,
                 plan: str | None = None) -> ContextResult:

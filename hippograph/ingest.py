@@ -14,6 +14,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -121,6 +122,7 @@ class Ingestor:
         self.profile = profile or ProfileSettings()
         self.notes = NoteWriter(graph, indexer.embedder, self.profile)
         self.lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
+        self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippograph-embed")
 
     # --- step 1: persist -----------------------------------------------------------------------
     def build_episodes(
@@ -170,6 +172,32 @@ class Ingestor:
         with self.user_write(user_id):
             return self._ingest(user_id, session_id, agent_id, messages, documents, metadata)
 
+    def persist(
+        self, user_id: str, session_id: str | None, agent_id: str | None,
+        messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
+    ) -> IngestResult:
+        """Step 1 only: store and acknowledge. `pending` lists every message or document of the write
+        that is not extracted and searchable yet (all of it, unless a retry of what is); `process_user`
+        (or the sweep) does the rest."""
+        with self.user_write(user_id):
+            with self.lock:
+                episodes, result = self._persist(user_id, session_id, agent_id, messages, documents, metadata or {})
+            self._report_pending(user_id, episodes, result)
+            return result
+
+    def process_user(self, user_id: str) -> int:
+        """Extract and index the user's pending episodes, oldest first, up to BACKLOG of them (what the
+        sweep left for later is finished by it). Returns how many were finished."""
+        with self.user_write(user_id):
+            with self.lock:
+                todo = self._claim(self.graph.pending_episodes(BACKLOG, user_id=user_id))
+            result = IngestResult()
+            try:
+                done = self._process_all(todo, result)
+            finally:
+                self._release(todo)
+            return len(done)
+
     @contextmanager
     def user_write(self, user_id: str) -> Iterator[None]:
         """The user's writes one at a time: in this process (a lock per user) and across the processes
@@ -195,38 +223,52 @@ class Ingestor:
         messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
     ) -> IngestResult:
         with self.lock:
-            episodes = self.build_episodes(user_id, session_id, agent_id, messages, documents, metadata or {})
-            self._check_conflicts(user_id, episodes)
-            self.graph.ensure_user(user_id)
-            received = utcnow()  # server time: a session's TTL runs from it, whatever the client's timestamps
-            with self.graph.batch():
-                added = self.graph.add_episodes(episodes)
-                if session_id is not None:
-                    self.graph.touch_sessions(user_id, [session_id], received)
-                actor = f"agent:{agent_id}" if agent_id else "api"
-                self.graph.add_audit([audit_event(user_id, actor, "create", e.id, None, at=received,
-                                                  item_kind="memory", session_id=e.session_id) for e in added])
-            added_ids = {e.id for e in added}
-            result = IngestResult(
-                stored=list(dict.fromkeys(e.client_id or e.id for e in added)),
-                duplicates=list(dict.fromkeys(e.client_id or e.id for e in episodes if e.id not in added_ids)),
-            )
+            episodes, result = self._persist(user_id, session_id, agent_id, messages, documents, metadata or {})
             # the whole write is processed now, with what earlier requests stored but could not finish
             # (a store failed mid-way) up to BACKLOG of them, oldest first; the sweep does the rest
             todo = self._claim(self.graph.pending_episodes(BACKLOG + len(episodes), user_id=user_id)
-                               if added or result.duplicates else [])
-        done: set[str] = set()
+                               if result.stored or result.duplicates else [])
         try:
-            for start in range(0, len(todo), PROCESS_BATCH):
-                batch, failed = todo[start:start + PROCESS_BATCH], len(result.pending)
-                self._process(batch, result)
-                if len(result.pending) > failed:  # the extractor is failing: the rest waits for the sweep too
-                    break
-                done.update(e.id for e in batch)
+            done = self._process_all(todo, result)
         finally:
             self._release(todo)
         self._report_pending(user_id, [e for e in episodes if e.id not in done], result)
         return result
+
+    def _persist(
+        self, user_id: str, session_id: str | None, agent_id: str | None,
+        messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict,
+    ) -> tuple[list[Episode], IngestResult]:
+        """Store the write's episodes in one transaction (call under self.lock): once this returns,
+        the write is acknowledged."""
+        episodes = self.build_episodes(user_id, session_id, agent_id, messages, documents, metadata)
+        self._check_conflicts(user_id, episodes)
+        self.graph.ensure_user(user_id)
+        received = utcnow()  # server time: a session's TTL runs from it, whatever the client's timestamps
+        with self.graph.batch():
+            added = self.graph.add_episodes(episodes)
+            if session_id is not None:
+                self.graph.touch_sessions(user_id, [session_id], received)
+            actor = f"agent:{agent_id}" if agent_id else "api"
+            self.graph.add_audit([audit_event(user_id, actor, "create", e.id, None, at=received,
+                                              item_kind="memory", session_id=e.session_id) for e in added])
+        added_ids = {e.id for e in added}
+        return episodes, IngestResult(
+            stored=list(dict.fromkeys(e.client_id or e.id for e in added)),
+            duplicates=list(dict.fromkeys(e.client_id or e.id for e in episodes if e.id not in added_ids)),
+        )
+
+    def _process_all(self, todo: list[Episode], result: IngestResult) -> set[str]:
+        """Process claimed episodes PROCESS_BATCH at a time; stops when the extractor fails (the rest
+        waits for the sweep too). Returns the ids processed."""
+        done: set[str] = set()
+        for start in range(0, len(todo), PROCESS_BATCH):
+            batch, failed = todo[start:start + PROCESS_BATCH], len(result.pending)
+            self._process(batch, result)
+            if len(result.pending) > failed:
+                break
+            done.update(e.id for e in batch)
+        return done
 
     def _report_pending(self, user_id: str, unsure: list[Episode], result: IngestResult) -> None:
         """Add to `result.pending` every episode of the write that is still not processed: the
@@ -307,6 +349,12 @@ class Ingestor:
             return ex
 
     def _process(self, episodes: list[Episode], result: IngestResult) -> None:
+        """Extract, store what was found, index it, mark the episodes processed. The caller holds the
+        user's write (`user_write`); `self.lock` is held only for the graph store steps, so other users'
+        writes extract and embed meanwhile."""
+        # the messages are embedded meanwhile, on another core (the model runs without the interpreter lock)
+        said = [episode_text(e) for e in episodes if e.role != Role.tool]
+        ahead = self._ahead.submit(self.indexer.embed, said) if said else None
         ex = self._extract(episodes, result)
         if ex is None:
             return
@@ -319,10 +367,24 @@ class Ingestor:
                      if not e.processed}
             if len(alive) < len(episodes):
                 episodes, ex = [e for e in episodes if e.id in alive], only_from(ex, alive)
-            if episodes:
-                self._store(episodes, ex, result)
+            if not episodes:
+                return
+            records, stale = self._store(episodes, ex, result)
+        # embedding is the slow part: done with no store lock held (the user's write still is, so
+        # nothing of this user's changes meanwhile); the episodes stay pending until it is done
+        known: dict[str, list[float]] = {}
+        if ahead is not None:
+            try:
+                known = ahead.result()
+            except HippographError as exc:  # embedded again below, where a failure fails the step
+                log.warning("embedding ahead failed: %s", exc)
+        self.indexer.store.delete(stale)
+        self.indexer.index(records, known)
+        self.graph.mark_processed([e.id for e in episodes], result.extractor or self.extractor.name)
 
-    def _store(self, episodes: list[Episode], ex: Extraction, result: IngestResult) -> None:
+    def _store(self, episodes: list[Episode], ex: Extraction, result: IngestResult) -> tuple[list[VectorRecord], list[str]]:
+        """Write what the extraction found to the graph store; returns the records to index and the
+        ids (superseded notes and relations) to take out of the index."""
         user_id = episodes[0].user_id
         extractor = ex.extractor or self.extractor.name
         user = self.graph.ensure_user(user_id)
@@ -338,18 +400,16 @@ class Ingestor:
             for ep_id, names in ex.mentions.items():
                 self.graph.link_mentions(ep_id, [by_name[n].id for n in names if n in by_name])
             self.graph.set_indexed(list(small | observations), False)
-        self.indexer.store.delete(stale)
         indexed = [e for e in episodes if e.id not in small and e.id not in observations]
         lemmas = lemma_words(self.indexer, indexed, ex.lemmas)
         records = [episode_record(e, lemmas.get(e.id, "")) for e in indexed]
         records += [note_record(n) for n in notes if n.id not in stale]
         records += [relation_record(r) for r in relations if r.id not in stale]
-        self.indexer.index(records)
-        self.graph.mark_processed([e.id for e in episodes], extractor)
         result.extractor = extractor
         result.entities = sorted({e.name for e in by_name.values() if not e.is_user})
         result.relations = list(dict.fromkeys(r.id for r in relations))
         result.skipped_small_talk = [e.client_id or e.id for e in episodes if e.id in small]
+        return records, stale
 
     def _resolve(self, user_id: str, user: Entity, ex: Extraction) -> dict[str, Entity]:
         types = {e.name: e.type for e in ex.entities}

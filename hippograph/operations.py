@@ -63,6 +63,18 @@ class MemoryRef(UserRef):
     memory_id: Id = Field(description="The message or document id you gave when storing it (or ours).")
 
 
+class MemoryStatusQuery(UserRef):
+    ids: list[Id] = Field(min_length=1, max_length=2000,
+                          description="Message or document ids you gave when storing them (or ours).")
+
+
+class MemoryStatusOut(BaseModel):
+    user_id: str
+    processed: list[str] = Field(description="Extracted and searchable.")
+    pending: list[str] = Field(description="Stored (acknowledged), not extracted or searchable yet.")
+    unknown: list[str] = Field(description="Not stored for this user (never, or deleted since).")
+
+
 class MemoryDelete(MemoryRef):
     actor: str = Actor
 
@@ -195,7 +207,11 @@ def _owner(service: Hippograph, who: Principal, user_id: str, **how: bool) -> st
 def _remember(service: Hippograph, who: Principal, a: MemoriesRequest) -> IngestResult:
     service.check_sizes(a.messages, a.documents)  # a refused write registers no user
     return service.remember(_owner(service, who, a.user_id, create=True), a.session_id, a.agent_id, a.messages,
-                            a.documents, a.metadata)
+                            a.documents, a.metadata, wait=a.wait)
+
+
+def _memory_status(service: Hippograph, who: Principal, a: MemoryStatusQuery) -> MemoryStatusOut:
+    return MemoryStatusOut(user_id=a.user_id, **service.memory_status(_owner(service, who, a.user_id), a.ids))
 
 
 def _context(service: Hippograph, who: Principal, a: ContextRequest) -> ContextResult:
@@ -323,6 +339,12 @@ OPERATIONS: tuple[Operation, ...] = (
         _get_memory,
         "One stored message or document by its id: its content and whether it is searchable yet.",
         tool="get_memory"),
+    Operation(
+        "memory_status", "POST", "/v1/memories/status", Scope.read, MemoryStatusQuery, MemoryStatusOut,
+        _memory_status,
+        "Which stored messages or documents are searchable yet: after a remember with wait=false, its ids "
+        "move from pending to processed once they are extracted and indexed.",
+        tool="memory_status"),
     Operation(
         "delete_memory", "DELETE", "/v1/users/{user_id}/memories/{memory_id}", Scope.write, MemoryDelete,
         DeletedOut, _delete_memory,

@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel, Field
 
 from hippograph.audit import audit_event
+from hippograph.background import Background
 from hippograph.config import ContextSettings, ProfileSettings, SessionSettings, WorldSettings
 from hippograph.dates import with_dates
 from hippograph.errors import Conflict, HippographError, InvalidInput, NotFound
@@ -109,6 +110,7 @@ class Hippograph:
         fallback_extractor: Extractor | None = None, usage: UsageMeter | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
         guard: StorageGuard | None = None, phrases: Callable[[str], list[str]] | None = None,
+        background_workers: int = 2,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -129,6 +131,10 @@ class Hippograph:
                                       on_delete=self.compactor.mark, user_write=self.ingestor.user_write)
         self.usage = usage or UsageMeter()  # model calls and tokens, per user and operation
         self.tenancy = Tenancy(graph, self.guard)  # API keys, and the owner key each tenant's user is filed under
+        # writes acknowledged before extraction ("wait": false) are finished by these threads
+        self.background = Background(self._process_queued, self._summarize_queued, background_workers)
+        self._queued_sessions: dict[str, set[str]] = {}  # user -> sessions written to without waiting
+        self._queued_lock = threading.Lock()
         self._ready = threading.Event()
         self._repair_due = True  # what a crash left half done, repaired at open or once the disk has room
 
@@ -143,6 +149,7 @@ class Hippograph:
         self.extractor.load()
         if self.guard.allows("the start-up repairs (pending extraction, expired sessions, re-indexing)"):
             self._repair()
+        self.background.start()
         self._ready.set()
 
     def _repair(self) -> None:
@@ -153,6 +160,7 @@ class Hippograph:
 
     def close(self) -> None:
         self._ready.clear()
+        self.background.stop()  # what it did not get to stays pending: the next start finishes it
         try:
             self.indexer.store.close()
         finally:  # a vector store that cannot flush (a full disk) replays its WAL at the next open
@@ -201,14 +209,53 @@ class Hippograph:
     def remember(
         self, user_id: str, session_id: str | None = None, agent_id: str | None = None,
         messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = (), metadata: dict | None = None,
+        wait: bool = True,
     ) -> IngestResult:
+        """Store a write and, with `wait`, extract and index it before returning. Without: return once
+        it is stored (acknowledged; `pending` lists what is not searchable yet) and leave extraction to
+        the background threads; `memory_status` says when it is done."""
         self.check_sizes(messages, documents)
         self.guard.check("storing messages")
         self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
+        if not wait:
+            result = self.ingestor.persist(user_id, session_id, agent_id, messages, documents, metadata)
+            if result.pending:
+                if session_id is not None:
+                    with self._queued_lock:
+                        self._queued_sessions.setdefault(user_id, set()).add(session_id)
+                self.background.submit(user_id)
+            return result
         result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
         if session_id is not None and result.stored:
             self._summarize(user_id, session_id)
         return result
+
+    def _process_queued(self, user_id: str) -> int:
+        with acting_for(user_id):
+            return self.ingestor.process_user(user_id)
+
+    def _summarize_queued(self, user_id: str) -> None:
+        with self._queued_lock:
+            sessions = self._queued_sessions.pop(user_id, set())
+        for session_id in sorted(sessions):
+            self._summarize(user_id, session_id)
+
+    def memory_status(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Which of these messages or documents (the client's ids or ours) are extracted and searchable
+        (`processed`), stored but not yet (`pending`), or not stored for this user (`unknown`)."""
+        self._live_user(user_id)
+        wanted = list(dict.fromkeys(memory_ids))
+        first = {m: [m, stable_id("ep", user_id, m), stable_id("ep", user_id, m, "0")] for m in wanted}
+        found = {e.id: e for e in self.graph.get_episodes(user_id, [i for ids in first.values() for i in ids])}
+        documents = [m for m in wanted if first[m][2] in found]  # a document's other pieces, too
+        rest = {m: self._episode_ids(user_id, m)[3:] for m in documents}
+        found |= {e.id: e for e in self.graph.get_episodes(user_id, [i for ids in rest.values() for i in ids])}
+        out: dict[str, list[str]] = {"processed": [], "pending": [], "unknown": []}
+        for m in wanted:
+            parts = [found[i] for i in first[m] + rest.get(m, []) if i in found]
+            state = "unknown" if not parts else "processed" if all(e.processed for e in parts) else "pending"
+            out[state].append(m)
+        return out
 
     def check_sizes(self, messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = ()) -> None:
         """A message or document over HIPPOGRAPH_MAX_CONTENT_CHARS is refused before anything is written

@@ -99,6 +99,10 @@ def build_extractor(settings: Settings, llm: LLMClient | None = None) -> Extract
 
     match settings.extraction.backend:
         case "spacy":
+            if settings.extraction.separate_process:
+                from hippograph.extraction.worker import ProcessExtractor
+
+                return ProcessExtractor(settings.extraction.spacy_model)
             return SpacyExtractor(settings.extraction.spacy_model)
         case "llm":
             from hippograph.extraction.llm_extractor import LLMExtractor
@@ -111,6 +115,7 @@ def build_extractor(settings: Settings, llm: LLMClient | None = None) -> Extract
 def build(settings: Settings) -> Hippograph:
     """A Hippograph over the configured backends. Nothing is opened here: call `open()`."""
     from hippograph.extraction.spacy_extractor import SpacyExtractor
+    from hippograph.extraction.worker import ProcessExtractor
 
     usage = UsageMeter()
     llm = build_llm(settings, usage)
@@ -129,7 +134,8 @@ def build(settings: Settings) -> Hippograph:
 
         resolver = LLMResolver(llm)
     # the graph route links a question by its noun chunks and named entities when a parser is at hand
-    phrases = next((x.phrases for x in (extractor, fallback) if isinstance(x, SpacyExtractor)), None)
+    phrases = next((x.phrases for x in (extractor, fallback) if isinstance(x, SpacyExtractor | ProcessExtractor)),
+                   None)
     summarizer = None
     if llm is not None:
         from hippograph.llm.summarizer import LLMSummarizer
@@ -152,4 +158,5 @@ def build(settings: Settings) -> Hippograph:
         resolver=resolver,
         guard=build_guard(settings),
         phrases=phrases,
+        background_workers=settings.extraction.background_workers,
     )

@@ -51,6 +51,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("POST", "/v1/memories"): (*COMMON_V1, *WRITES, *BODY, 409),
     ("POST", "/v1/context"): (*COMMON_V1, *BODY),
     ("POST", "/v1/search"): (*COMMON_V1, *BODY, 404),
+    ("POST", "/v1/memories/status"): (*COMMON_V1, *BODY, 404),
     ("POST", "/v1/handoffs"): (*COMMON_V1, *BODY, 404),
     ("GET", "/v1/users/{user_id}/profile"): (*COMMON_V1, 404, 422),
     ("GET", "/v1/users/{user_id}/profile/history"): (*COMMON_V1, 404, 422),

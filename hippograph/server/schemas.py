@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from hippograph.inputs import Id, Metadata
 from hippograph.models import DocumentIn, MessageIn
@@ -34,6 +34,9 @@ class MemoriesRequest(Strict):
     messages: list[MessageBody] = Field(default_factory=list, max_length=2000)
     documents: list[DocumentBody] = Field(default_factory=list, max_length=200)
     metadata: Metadata | None = None
+    wait: StrictBool = Field(
+        True, description="false: answer (202) as soon as the write is stored, before it is extracted; "
+                          "`pending` lists what is not searchable yet, and memory_status says when it is.")
 
     @model_validator(mode="after")
     def _something_to_store(self) -> MemoriesRequest:

@@ -58,6 +58,24 @@ def _default_tokenizer_path() -> Path:
     )
 
 
+#: Rows x padded width of one ONNX run. Every row is padded to the batch's longest text, and a batch of
+#: a few short texts runs faster than one padded wide (`bench/embedder_speed.py --batching`).
+BATCH_TOKENS = 256
+
+
+def length_batches(lengths: Sequence[int], rows: int, tokens: int) -> list[list[int]]:
+    """Indices in batches of texts of similar length: longest first, at most `rows` texts and, past the
+    first, at most `tokens` rows x width (the longest's length) in each."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(batches[-1]) < rows and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
 class _LoadsOnce:
     """An embedder that reads its model on first use, once, whichever thread comes first."""
 
@@ -95,12 +113,14 @@ class OnnxMiniLMEmbedder(_LoadsOnce):
         *,
         threads: int = 2,
         batch_size: int = 32,
+        batch_tokens: int = BATCH_TOKENS,
         max_length: int = 256,
     ) -> None:
         self._model_path = Path(model_path) if model_path is not None else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
         self.threads = threads
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.max_length = max_length
         self._session: Any = None
         self._tokenizer: Any = None
@@ -153,12 +173,9 @@ class OnnxMiniLMEmbedder(_LoadsOnce):
             return []
         self.load()
         encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = np.array([len(e.ids) for e in encodings])
-        # Longest first, so batches hold texts of similar length (little padding).
-        order = np.argsort(-lengths, kind="stable")
+        lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for batch in length_batches(lengths, self.batch_size, self.batch_tokens):
             out[batch] = self._run([encodings[i].ids for i in batch])
         return out.tolist()
 

@@ -18,13 +18,19 @@ class Indexer:
         self.sparse = sparse
         self.lemmas = lemmas  # None: the lexical side searches words (stems) only
 
-    def index(self, records: Sequence[VectorRecord]) -> None:
+    def embed(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """Each distinct text's vector (for `index(known=...)`, made ahead of the records)."""
+        unique = list(dict.fromkeys(texts))
+        return dict(zip(unique, self.embedder.embed(unique), strict=True))
+
+    def index(self, records: Sequence[VectorRecord], known: dict[str, list[float]] | None = None) -> None:
+        """Embed and upsert the records; `known`: vectors already made for some of their texts."""
         records = list({r.id: r for r in records}.values())  # one point per id: the last version wins
         if not records:
             return
         texts = [r.text for r in records]
-        unique = list(dict.fromkeys(texts))  # relations often share their sentence: embed it once
-        vectors = dict(zip(unique, self.embedder.embed(unique), strict=True))
+        vectors = dict(known or {})
+        vectors |= self.embed([t for t in texts if t not in vectors])  # relations often share their sentence
         lexical = [f"{r.text} {r.lexical_extra}" if r.lexical_extra else r.text for r in records]
         self.store.upsert(records, [vectors[t] for t in texts], self.sparse.encode_documents(lexical))
 

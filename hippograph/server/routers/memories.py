@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from hippograph.ingest import IngestResult
-from hippograph.operations import run
+from hippograph.operations import MemoryStatusOut, MemoryStatusQuery, run
 from hippograph.server.deps import Reader, Service, Writer
 from hippograph.server.schemas import ContextRequest, MemoriesRequest, SearchRequest
 from hippograph.service import ContextResult, SearchHit
@@ -11,10 +11,22 @@ from hippograph.service import ContextResult, SearchHit
 router = APIRouter(prefix="/v1", tags=["memories"])
 
 
-@router.post("/memories", response_model=IngestResult)
-def add_memories(body: MemoriesRequest, service: Service, who: Writer) -> IngestResult:
-    """Store messages and/or documents. Client ids are idempotency keys: a retried id is stored once."""
-    return run(service, who, "remember", body)
+@router.post("/memories", response_model=IngestResult,
+             responses={202: {"model": IngestResult, "description": "Stored, not yet extracted (`wait`: false): "
+                                                                     "`pending` lists what is not searchable yet."}})
+def add_memories(body: MemoriesRequest, service: Service, who: Writer, response: Response) -> IngestResult:
+    """Store messages and/or documents. Client ids are idempotency keys: a retried id is stored once.
+    With `"wait": false` the answer (202) comes once the write is stored; extraction follows."""
+    result = run(service, who, "remember", body)
+    if not body.wait:
+        response.status_code = 202
+    return result
+
+
+@router.post("/memories/status", response_model=MemoryStatusOut)
+def memory_status(body: MemoryStatusQuery, service: Service, who: Reader) -> MemoryStatusOut:
+    """Which of these stored messages or documents are extracted and searchable yet."""
+    return run(service, who, "memory_status", body)
 
 
 @router.post("/context", response_model=ContextResult)
