@@ -1,36 +1,40 @@
-"""Writes acknowledged before they are extracted (`"wait": false`): the users whose stored messages wait
-for extraction, and the threads that do it.
+"""Writes acknowledged before they are extracted (`"wait": false`): the writes that wait for extraction,
+per user, and the threads that extract them.
 
-Nothing is held here that is not in the graph store already: a write is stored (and pending) before its
-user is queued, so a process that dies with users in the queue loses nothing; the start-up repair or any
-replica's sweep finishes their episodes. The queue holds each user once, in the order they first
-came; a user's episodes are processed oldest first, under the user's write (`Ingestor.user_write`), so
-they supersede each other in the order they were said whichever thread or replica does it.
+Nothing is held here that is not in the graph store already: a write is stored (and pending) before it
+is queued, so a process that dies with writes in the queue loses nothing; the start-up repair or any
+replica's sweep finishes their episodes. What the queue adds is the grouping: each write is extracted
+as one batch, as a waited write is, so its result does not depend on whether the client waited. A
+user's writes are processed in the order they were stored, by one thread at a time, under the user's
+write (`Ingestor.user_write`), so they supersede each other in that order whichever thread or replica
+does it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hippograph.errors import HippographError
 
 log = logging.getLogger("hippograph.background")
 
+Work = Callable[[str, Sequence[Sequence[str]]], int]
+
 
 class Background:
-    """`workers` threads that call `work(user_id)` for each queued user until it returns 0 (nothing
-    left to do for now), then `after(user_id)`."""
+    """`workers` threads that call `work(user_id, writes)` with the writes (episode ids) queued for a
+    user, oldest first, then `after(user_id)`."""
 
-    def __init__(self, work: Callable[[str], int], after: Callable[[str], None], workers: int = 2) -> None:
+    def __init__(self, work: Work, after: Callable[[str], None], workers: int = 2) -> None:
         self._work, self._after, self._workers = work, after, workers
-        self._queued: dict[str, None] = {}  # users with work waiting, in arrival order
+        self._writes: dict[str, list[list[str]]] = {}  # user -> queued writes, users in arrival order
         self._busy: set[str] = set()  # users a thread is on now (one thread per user)
-        self._again: set[str] = set()  # busy users that were queued again meanwhile
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._stopping = False
+        self.queued_episodes = 0  # in the queue or being processed
 
     def start(self) -> None:
         with self._cond:
@@ -43,7 +47,7 @@ class Background:
             t.start()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Let the threads finish the user they are on; what is still queued stays pending in the store."""
+        """Let the threads finish the writes they are on; what is still queued stays pending in the store."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -51,47 +55,41 @@ class Background:
         for t in threads:
             t.join(timeout)
 
-    def submit(self, user_id: str) -> None:
+    def submit(self, user_id: str, episode_ids: Sequence[str]) -> None:
         with self._cond:
-            if user_id in self._busy:
-                self._again.add(user_id)
-            else:
-                self._queued[user_id] = None
+            self._writes.setdefault(user_id, []).append(list(episode_ids))
+            self.queued_episodes += len(episode_ids)
             self._cond.notify()
 
-    @property
-    def waiting(self) -> int:
-        with self._cond:
-            return len(self._queued) + len(self._busy)
-
     def idle(self, timeout: float) -> bool:
-        """Wait until no user is queued or being processed (tests, benchmarks, shutdown)."""
+        """Wait until nothing is queued or being processed (tests, benchmarks)."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._queued and not self._busy, timeout)
+            return self._cond.wait_for(lambda: not self._writes and not self._busy, timeout)
+
+    def _next_user(self) -> str | None:
+        return next((u for u in self._writes if u not in self._busy), None)
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._stopping or bool(self._queued))
+                self._cond.wait_for(lambda: self._stopping or self._next_user() is not None)
                 if self._stopping:
                     return
-                user_id = next(iter(self._queued))
-                del self._queued[user_id]
+                user_id = self._next_user()
+                assert user_id is not None
+                writes = self._writes.pop(user_id)
                 self._busy.add(user_id)
             try:
-                self._drain(user_id)
+                self._drain(user_id, writes)
             finally:
                 with self._cond:
                     self._busy.discard(user_id)
-                    if user_id in self._again:
-                        self._again.discard(user_id)
-                        self._queued[user_id] = None
+                    self.queued_episodes -= sum(len(w) for w in writes)
                     self._cond.notify_all()
 
-    def _drain(self, user_id: str) -> None:
+    def _drain(self, user_id: str, writes: list[list[str]]) -> None:
         try:
-            while not self._stopping and self._work(user_id):
-                pass
+            self._work(user_id, writes)
             self._after(user_id)
         except HippographError as exc:  # a store or the model down: the sweep tries again later
             log.warning("background extraction for user %r stopped: %s", user_id, exc)

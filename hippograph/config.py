@@ -99,6 +99,10 @@ class ExtractionSettings(BaseModel):
     background_workers: int = Field(
         2, ge=1, le=64, description='Threads that extract the writes sent with "wait": false (one user at a time '
                                     'each).')
+    max_backlog: int = Field(
+        10_000, ge=0, le=10_000_000, description='Messages of "wait": false writes this process may hold for '
+                                                 'extraction; past it such writes are extracted before the '
+                                                 'answer (200), as if they had waited.')
 
 
 class LLMSettings(BaseModel):

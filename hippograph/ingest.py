@@ -14,7 +14,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -123,6 +123,7 @@ class Ingestor:
         self.notes = NoteWriter(graph, indexer.embedder, self.profile)
         self.lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
         self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippograph-embed")
+        self._next = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hippograph-extract-next")
 
     # --- step 1: persist -----------------------------------------------------------------------
     def build_episodes(
@@ -175,28 +176,43 @@ class Ingestor:
     def persist(
         self, user_id: str, session_id: str | None, agent_id: str | None,
         messages: Sequence[MessageIn], documents: Sequence[DocumentIn], metadata: dict | None = None,
-    ) -> IngestResult:
+    ) -> tuple[IngestResult, list[str]]:
         """Step 1 only: store and acknowledge. `pending` lists every message or document of the write
-        that is not extracted and searchable yet (all of it, unless a retry of what is); `process_user`
-        (or the sweep) does the rest."""
+        that is not extracted and searchable yet (all of it, unless a retry of what is); returned with
+        the write's episode ids, for `process_writes` (or the sweep) to do the rest."""
         with self.user_write(user_id):
             with self.lock:
                 episodes, result = self._persist(user_id, session_id, agent_id, messages, documents, metadata or {})
             self._report_pending(user_id, episodes, result)
-            return result
+            return result, list(dict.fromkeys(e.id for e in episodes))
 
-    def process_user(self, user_id: str) -> int:
-        """Extract and index the user's pending episodes, oldest first, up to BACKLOG of them (what the
-        sweep left for later is finished by it). Returns how many were finished."""
+    def process_writes(self, user_id: str, writes: Sequence[Sequence[str]]) -> int:
+        """Extract and index these writes of the user (each the episode ids one request stored, in
+        order), each as one batch, as if it had been waited for; the next write is extracted while the
+        one before is stored and indexed. What is processed already or gone is skipped. Returns how
+        many episodes were finished."""
         with self.user_write(user_id):
             with self.lock:
-                todo = self._claim(self.graph.pending_episodes(BACKLOG, user_id=user_id))
-            result = IngestResult()
+                found = {e.id: e for e in self.graph.get_episodes(user_id, [i for w in writes for i in w])}
+                batches = [b for w in writes if (b := self._claim([found[i] for i in dict.fromkeys(w)
+                                                                   if i in found and not found[i].processed]))]
+            done = 0
             try:
-                done = self._process_all(todo, result)
+                upcoming = self._next.submit(self._prepare, batches[0], IngestResult()) if batches else None
+                for k, batch in enumerate(batches):
+                    assert upcoming is not None
+                    ex, ahead = upcoming.result()
+                    upcoming = (self._next.submit(self._prepare, batches[k + 1], IngestResult())
+                                if k + 1 < len(batches) else None)
+                    if ex is None:
+                        continue  # the extractor failed: pending, for the sweep
+                    self._finish(batch, ex, ahead, IngestResult())
+                    done += len(batch)
             finally:
-                self._release(todo)
-            return len(done)
+                if upcoming is not None and not upcoming.cancel():
+                    upcoming.exception()  # a running extraction ends before its episodes are released
+                self._release([e for b in batches for e in b])
+            return done
 
     @contextmanager
     def user_write(self, user_id: str) -> Iterator[None]:
@@ -352,12 +368,18 @@ class Ingestor:
         """Extract, store what was found, index it, mark the episodes processed. The caller holds the
         user's write (`user_write`); `self.lock` is held only for the graph store steps, so other users'
         writes extract and embed meanwhile."""
-        # the messages are embedded meanwhile, on another core (the model runs without the interpreter lock)
+        ex, ahead = self._prepare(episodes, result)
+        if ex is not None:
+            self._finish(episodes, ex, ahead, result)
+
+    def _prepare(self, episodes: list[Episode], result: IngestResult) -> tuple[Extraction | None, Future | None]:
+        """The extraction (None: it failed, the episodes stay pending) and the messages' vectors, made
+        meanwhile on another core (the model runs without the interpreter lock). Reads no store."""
         said = [episode_text(e) for e in episodes if e.role != Role.tool]
         ahead = self._ahead.submit(self.indexer.embed, said) if said else None
-        ex = self._extract(episodes, result)
-        if ex is None:
-            return
+        return self._extract(episodes, result), ahead
+
+    def _finish(self, episodes: list[Episode], ex: Extraction, ahead: Future | None, result: IngestResult) -> None:
         if self.resolver is not None:
             ex = self.resolver(self.graph, episodes[0].user_id, ex)
         with self.lock:

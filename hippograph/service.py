@@ -110,7 +110,7 @@ class Hippograph:
         fallback_extractor: Extractor | None = None, usage: UsageMeter | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
         guard: StorageGuard | None = None, phrases: Callable[[str], list[str]] | None = None,
-        background_workers: int = 2,
+        background_workers: int = 2, max_backlog: int = 10_000,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -135,6 +135,7 @@ class Hippograph:
         self.background = Background(self._process_queued, self._summarize_queued, background_workers)
         self._queued_sessions: dict[str, set[str]] = {}  # user -> sessions written to without waiting
         self._queued_lock = threading.Lock()
+        self.max_backlog = max_backlog
         self._ready = threading.Event()
         self._repair_due = True  # what a crash left half done, repaired at open or once the disk has room
 
@@ -217,22 +218,24 @@ class Hippograph:
         self.check_sizes(messages, documents)
         self.guard.check("storing messages")
         self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
-        if not wait:
-            result = self.ingestor.persist(user_id, session_id, agent_id, messages, documents, metadata)
+        if not wait and self.background.queued_episodes < self.max_backlog:
+            result, episode_ids = self.ingestor.persist(user_id, session_id, agent_id, messages, documents, metadata)
             if result.pending:
                 if session_id is not None:
                     with self._queued_lock:
                         self._queued_sessions.setdefault(user_id, set()).add(session_id)
-                self.background.submit(user_id)
+                self.background.submit(user_id, episode_ids)
             return result
+        # waited for, or more than max_backlog messages wait for the background already: this write
+        # is extracted now, which slows its client down instead of letting the backlog grow
         result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
         if session_id is not None and result.stored:
             self._summarize(user_id, session_id)
         return result
 
-    def _process_queued(self, user_id: str) -> int:
+    def _process_queued(self, user_id: str, writes: Sequence[Sequence[str]]) -> int:
         with acting_for(user_id):
-            return self.ingestor.process_user(user_id)
+            return self.ingestor.process_writes(user_id, writes)
 
     def _summarize_queued(self, user_id: str) -> None:
         with self._queued_lock:

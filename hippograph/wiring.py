@@ -159,4 +159,5 @@ def build(settings: Settings) -> Hippograph:
         guard=build_guard(settings),
         phrases=phrases,
         background_workers=settings.extraction.background_workers,
+        max_backlog=settings.extraction.max_backlog,
     )

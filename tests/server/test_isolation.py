@@ -105,6 +105,10 @@ def attempts(attacker: Identity, victim: Identity) -> Iterator[tuple[str, str, d
         # the victim's message id again, under the same user id: a message of the attacker's own user
         yield "post", "/v1/memories", {"json": {"user_id": user, "session_id": victim.session, "messages": [
             {"id": victim.ids["memories"][0], "role": "user", "content": "Thanks!"}]}}
+        yield "post", "/v1/memories", {"json": {"user_id": user, "session_id": victim.session, "wait": False,
+                                                "messages": [{"id": victim.ids["memories"][-1], "role": "user",
+                                                              "content": "Thanks again!"}]}}
+        yield "post", "/v1/memories/status", {"json": {"user_id": user, "ids": victim.ids["memories"]}}
     yield "get", "/v1/usage", {"params": {"user_id": u}}
     yield "get", "/metrics", {}
 

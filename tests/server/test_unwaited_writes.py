@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hippograph.config import Settings
+from hippograph.config import ExtractionSettings, Settings
 from hippograph.server.app import create_app
 from tests.server.test_write_acknowledgement import code_word, messages
 
@@ -56,14 +56,15 @@ def test_a_retried_unwaited_write_is_stored_once_and_says_what_is_still_pending(
     sent = messages(30)
     first = client.post("/v1/memories", json={"user_id": "retry", "messages": sent, "wait": False}).json()
     again = client.post("/v1/memories", json={"user_id": "retry", "messages": sent, "wait": False})
-    assert again.status_code == 202
     body = again.json()
+    assert again.status_code == (202 if body["pending"] else 200)
     assert first["stored"] == [m["id"] for m in sent] and body["stored"] == []
     assert body["duplicates"] == first["stored"]
     settled(client, "retry", first["stored"])
     # once extracted, a retry has nothing pending, and the audit log counts each message created once
-    late = client.post("/v1/memories", json={"user_id": "retry", "messages": sent, "wait": False}).json()
-    assert late["pending"] == [] and late["duplicates"] == first["stored"]
+    answer = client.post("/v1/memories", json={"user_id": "retry", "messages": sent, "wait": False})
+    late = answer.json()
+    assert answer.status_code == 200 and late["pending"] == [] and late["duplicates"] == first["stored"]
     audit = client.get("/v1/users/retry/audit", params={"kind": "memory"}).json()["events"]
     assert sorted(e["item_id"] for e in audit if e["action"] == "create") == sorted(
         client.get(f"/v1/users/retry/memories/{m['id']}").json()["parts"][0]["id"] for m in sent)
@@ -139,3 +140,27 @@ def test_unwaited_writes_survive_sigkill_before_extraction(server_factory, tmp_p
         for i in (0, 777, 1499):
             hits = c.post("/v1/search", json={"user_id": "k9", "query": code_word(i), "limit": 5}).json()
             assert hits[0]["provenance"] == [f"m{i}"], (i, hits[:2])
+
+
+def test_each_unwaited_write_is_extracted_as_its_own_batch(client: TestClient) -> None:
+    """Two writes to one session, not waited for: the second replaces the first's note, and the first
+    stays in the history, as when each write is waited for (one batch of both would keep the last only)."""
+    for i, text in enumerate(["I work at Initech.", "I moved on, I work at Globex now."]):
+        body = {"user_id": "two", "session_id": "same", "wait": False,
+                "messages": [{"id": f"t{i}", "role": "user", "content": text, "timestamp": f"2026-0{i + 1}-01T10:00:00Z"}]}
+        assert client.post("/v1/memories", json=body).status_code == 202
+    assert settled(client, "two", ["t0", "t1"])["processed"] == ["t0", "t1"]
+    facts = client.get("/v1/users/two/profile", params={"history": "true"}).json()["facts"]
+    work = {f["fact"]: f["current"] for f in facts if "work" in f["fact"].lower()}
+    assert [current for fact, current in work.items() if "Initech" in fact] == [False], facts
+    assert [current for fact, current in work.items() if "Globex" in fact] == [True], facts
+
+
+def test_past_the_backlog_an_unwaited_write_is_extracted_before_the_answer(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, extraction=ExtractionSettings(max_backlog=0))
+    with TestClient(create_app(settings)) as c:
+        resp = c.post("/v1/memories", json={"user_id": "full", "wait": False, "messages": messages(5)})
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["pending"] == [] and resp.json()["extractor"] == "spacy"
+        assert c.post("/v1/memories/status", json={"user_id": "full", "ids": ["m0", "m4"]}).json()["processed"] == [
+            "m0", "m4"]

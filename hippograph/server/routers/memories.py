@@ -16,9 +16,11 @@ router = APIRouter(prefix="/v1", tags=["memories"])
                                                                      "`pending` lists what is not searchable yet."}})
 def add_memories(body: MemoriesRequest, service: Service, who: Writer, response: Response) -> IngestResult:
     """Store messages and/or documents. Client ids are idempotency keys: a retried id is stored once.
-    With `"wait": false` the answer (202) comes once the write is stored; extraction follows."""
+    With `"wait": false` the answer comes once the write is stored: 202 while some of it is `pending`
+    (extraction follows), 200 if nothing is (a retry of what is processed, or a backlog so long that
+    the write was extracted before the answer)."""
     result = run(service, who, "remember", body)
-    if not body.wait:
+    if not body.wait and result.pending:
         response.status_code = 202
     return result
 

@@ -1,0 +1,67 @@
+"""spaCy extraction in its child process: it gives what the in-process extractor gives, a child that
+dies is replaced, and a write whose extraction died with it is acknowledged as pending (stored, not
+lost) and extracted later. Real child processes, real embedded stores."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from hippograph.config import ExtractionSettings, Settings
+from hippograph.extraction.spacy_extractor import DEFAULT_MODEL, SpacyExtractor
+from hippograph.extraction.worker import _CHILDREN, ProcessExtractor
+from hippograph.models import Episode, EpisodeKind, Role
+from hippograph.server.app import create_app
+from tests.server.test_write_acknowledgement import messages
+
+SAID = ["I moved to Lisbon last month and I work at Feedzai now.", "My manager is Ana Costa.",
+        "Do you know a good bakery near Alfama?", "I prefer short answers, please.",
+        "We decided to use Postgres for the billing service.", "thanks!", "My sister Marta lives in Porto."]
+
+
+def _child_pid() -> int:
+    return _CHILDREN.get((DEFAULT_MODEL, 128, 100_000)).proc.pid
+
+
+def test_the_child_extracts_what_the_process_extracts() -> None:
+    episodes = [Episode(id=f"e{i}", user_id="u", session_id="s", kind=EpisodeKind.message, role=Role.user,
+                        content=text, timestamp=datetime(2026, 5, 1, 10, i, tzinfo=UTC), seq=i)
+                for i, text in enumerate(SAID)]
+    here, there = SpacyExtractor().extract(episodes), ProcessExtractor(DEFAULT_MODEL).extract(episodes)
+    assert there == here
+    assert here.entities and here.relations and here.notes and here.small_talk == ["e5"]
+
+
+def test_a_dead_child_is_replaced_and_what_it_was_extracting_stays_pending(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, extraction=ExtractionSettings(separate_process=True))
+    with TestClient(create_app(settings)) as c:
+        first = _child_pid()
+        os.kill(first, signal.SIGKILL)
+        time.sleep(0.2)
+        resp = c.post("/v1/memories", json={"user_id": "u", "messages": messages(3)})
+        assert resp.status_code == 200 and resp.json()["pending"] == [], resp.text  # a new child took it
+        assert _child_pid() != first
+
+        answers: list = []
+        big = threading.Thread(target=lambda: answers.append(
+            c.post("/v1/memories", json={"user_id": "u", "messages": messages(2000)[3:]})))
+        big.start()
+        deadline = time.monotonic() + 60
+        while c.get("/v1/users/u/memories/m1999").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)  # stored: its extraction (10 s or more for 1997 messages) starts now
+        time.sleep(0.5)
+        os.kill(_child_pid(), signal.SIGKILL)
+        big.join(120)
+        body = answers[0].json()
+        assert answers[0].status_code == 200 and len(body["stored"]) == 1997
+        assert body["pending"] == body["stored"], "the killed extraction's messages are listed as not searchable"
+        assert any("extraction process stopped" in w for w in body["warnings"]), body["warnings"]
+        time.sleep(0.2)
+        assert c.app.state.service.retry_pending() == 1997  # a new child extracts them
+        assert c.get("/v1/users/u/memories/m1999").json()["parts"][0]["status"] == "processed"
