@@ -15,12 +15,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from hippograph.errors import HippographError
 
+if TYPE_CHECKING:
+    from hippograph.ingest import QueuedWrite
+
 log = logging.getLogger("hippograph.background")
 
-Work = Callable[[str, Sequence[Sequence[str]]], int]
+Work = Callable[[str, Sequence["QueuedWrite"]], int]
 
 
 class Background:
@@ -29,7 +33,7 @@ class Background:
 
     def __init__(self, work: Work, after: Callable[[str], None], workers: int = 2) -> None:
         self._work, self._after, self._workers = work, after, workers
-        self._writes: dict[str, list[list[str]]] = {}  # user -> queued writes, users in arrival order
+        self._writes: dict[str, list[QueuedWrite]] = {}  # user -> queued writes, users in arrival order
         self._busy: set[str] = set()  # users a thread is on now (one thread per user)
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -54,12 +58,24 @@ class Background:
             threads, self._threads = self._threads, []
         for t in threads:
             t.join(timeout)
+        with self._cond:  # whoever waits for a write still queued is told it is not done (it stays pending)
+            for writes in self._writes.values():
+                for w in writes:
+                    w.done.set()
 
-    def submit(self, user_id: str, episode_ids: Sequence[str]) -> None:
+    def submit(self, user_id: str, write: QueuedWrite) -> None:
         with self._cond:
-            self._writes.setdefault(user_id, []).append(list(episode_ids))
-            self.queued_episodes += len(episode_ids)
+            if self._stopping:
+                write.done.set()
+                return
+            self._writes.setdefault(user_id, []).append(write)
+            self.queued_episodes += len(write.episode_ids)
             self._cond.notify()
+
+    def has(self, user_id: str) -> bool:
+        """Whether writes of the user are queued or being processed."""
+        with self._cond:
+            return user_id in self._writes or user_id in self._busy
 
     def idle(self, timeout: float) -> bool:
         """Wait until nothing is queued or being processed (tests, benchmarks)."""
@@ -84,10 +100,12 @@ class Background:
             finally:
                 with self._cond:
                     self._busy.discard(user_id)
-                    self.queued_episodes -= sum(len(w) for w in writes)
+                    self.queued_episodes -= sum(len(w.episode_ids) for w in writes)
                     self._cond.notify_all()
+                for w in writes:
+                    w.done.set()
 
-    def _drain(self, user_id: str, writes: list[list[str]]) -> None:
+    def _drain(self, user_id: str, writes: list[QueuedWrite]) -> None:
         try:
             self._work(user_id, writes)
             self._after(user_id)

@@ -302,7 +302,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.url and (args.workdir or args.extractor):
             raise InvalidInput("--workdir and --extractor configure the server this command starts: not with --url")
         load = concurrency.Load(args.writers, args.readers, args.users, args.duration,
-                                concurrency.parse_range(args.messages), args.seed)
+                                concurrency.parse_range(args.messages), args.seed, wait=not args.no_wait)
         report = concurrency.run(load, args.url, args.api_key, _out(args), workdir)
         return 0 if report["passed"] else 1
     else:
@@ -343,6 +343,9 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     cc.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
     cc.add_argument("--messages", default="1-3", help="messages per write, N or LO-HI (default 1-3)")
     cc.add_argument("--seed", type=int, default=7)
+    cc.add_argument("--no-wait", action="store_true",
+                    help='writes are sent with "wait": false (answered once stored); the report adds how long '
+                         'after the load every acknowledged message was searchable')
     _url_arguments(cc, "drive a running server instead of starting one on a fresh data folder", "read and write")
     ex = bs.add_parser("extraction", help="precision and recall of the long-term notes on labelled sequences")
     ex.add_argument("--cases", help="comma-separated case files (default: bench/extraction/*.json)")

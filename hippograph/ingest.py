@@ -55,6 +55,16 @@ PROCESS_BATCH = 1000  # episodes extracted and stored in one step (the store loc
 BACKLOG = 1000  # earlier unfinished episodes of the user a write also finishes; the sweep does the rest
 
 
+class QueuedWrite:
+    """A write stored and waiting for the background: its episode ids and, once processed, its result
+    (`done` is set then, or when the background stops without it)."""
+
+    def __init__(self, episode_ids: Sequence[str]) -> None:
+        self.episode_ids = list(episode_ids)
+        self.result: IngestResult | None = None
+        self.done = threading.Event()
+
+
 class IngestResult(BaseModel):
     stored: list[str] = Field(
         default_factory=list, description="Newly stored messages/documents: the client's ids, else ours."
@@ -186,33 +196,53 @@ class Ingestor:
             self._report_pending(user_id, episodes, result)
             return result, list(dict.fromkeys(e.id for e in episodes))
 
-    def process_writes(self, user_id: str, writes: Sequence[Sequence[str]]) -> int:
+    def process_writes(self, user_id: str, writes: Sequence[QueuedWrite]) -> int:
         """Extract and index these writes of the user (each the episode ids one request stored, in
-        order), each as one batch, as if it had been waited for; the next write is extracted while the
-        one before is stored and indexed. What is processed already or gone is skipped. Returns how
+        order), each as one batch, as if it had been waited for, and put each one's result in it. The
+        next write is extracted (no lock held: it reads no store) while the one before is stored and
+        indexed under the user's write, which is let go in between: a new write of the user is stored
+        meanwhile, and queued behind these. What is processed already or gone is skipped. Returns how
         many episodes were finished."""
-        with self.user_write(user_id):
-            with self.lock:
-                found = {e.id: e for e in self.graph.get_episodes(user_id, [i for w in writes for i in w])}
-                batches = [b for w in writes if (b := self._claim([found[i] for i in dict.fromkeys(w)
-                                                                   if i in found and not found[i].processed]))]
-            done = 0
-            try:
-                upcoming = self._next.submit(self._prepare, batches[0], IngestResult()) if batches else None
-                for k, batch in enumerate(batches):
-                    assert upcoming is not None
-                    ex, ahead = upcoming.result()
-                    upcoming = (self._next.submit(self._prepare, batches[k + 1], IngestResult())
-                                if k + 1 < len(batches) else None)
-                    if ex is None:
-                        continue  # the extractor failed: pending, for the sweep
-                    self._finish(batch, ex, ahead, IngestResult())
-                    done += len(batch)
-            finally:
-                if upcoming is not None and not upcoming.cancel():
-                    upcoming.exception()  # a running extraction ends before its episodes are released
-                self._release([e for b in batches for e in b])
-            return done
+        with self.lock:
+            found = {e.id: e for e in self.graph.get_episodes(user_id, [i for w in writes for i in w.episode_ids])}
+            batches = [(w, self._claim([found[i] for i in dict.fromkeys(w.episode_ids)
+                                        if i in found and not found[i].processed])) for w in writes]
+        for w, _ in batches:
+            w.result = IngestResult()
+        batches = [(w, b) for w, b in batches if b]
+        done = 0
+        upcoming: Future | None = None
+        try:
+            for k, (write, batch) in enumerate(batches):
+                assert write.result is not None
+                ex, ahead = (upcoming.result() if upcoming is not None else self._prepare(batch, write.result))
+                upcoming = None
+                if k + 1 < len(batches):
+                    following, after = batches[k + 1]
+                    assert following.result is not None
+                    upcoming = self._next.submit(self._prepare, after, following.result)
+                if ex is None:
+                    continue  # the extractor failed: pending, for the sweep
+                with self.user_write(user_id):
+                    self._finish(batch, ex, ahead, write.result)
+                done += len(batch)
+        finally:
+            if upcoming is not None and not upcoming.cancel():
+                upcoming.exception()  # a running extraction ends before its episodes are released
+            self._release([e for _, b in batches for e in b])
+        return done
+
+    def merge_queued(self, user_id: str, stored: IngestResult, write: QueuedWrite) -> IngestResult:
+        """The answer to a waited write the background processed: what `persist` stored, with what
+        the processing found, and `pending` for what is still not searchable."""
+        found = write.result or IngestResult()
+        result = stored.model_copy(update={
+            "pending": [], "notes": found.notes, "entities": found.entities, "relations": found.relations,
+            "skipped_small_talk": found.skipped_small_talk, "extractor": found.extractor,
+            "warnings": stored.warnings + found.warnings})
+        by_id = {e.id: e for e in self.graph.get_episodes(user_id, write.episode_ids)}
+        self._report_pending(user_id, list(by_id.values()), result)
+        return result
 
     @contextmanager
     def user_write(self, user_id: str) -> Iterator[None]:
@@ -322,13 +352,15 @@ class Ingestor:
                 )
 
     # --- step 2: process -----------------------------------------------------------------------
-    def process_pending(self) -> int:
-        """Finish episodes left pending by a crash or a failed extraction. Returns how many were finished."""
+    def process_pending(self, skip: Callable[[str], bool] = lambda user_id: False) -> int:
+        """Finish episodes left pending by a crash or a failed extraction, but those of users `skip`
+        says someone else is on (the background, in order). Returns how many were finished."""
         done = 0
         tried: set[str] = set()
         while True:
             with self.lock:
-                batch = self._claim([e for e in self.graph.pending_episodes(500) if e.id not in tried])
+                batch = self._claim([e for e in self.graph.pending_episodes(500)
+                                     if e.id not in tried and not skip(e.user_id)])
             if not batch:
                 return done
             tried.update(e.id for e in batch)

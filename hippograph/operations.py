@@ -406,4 +406,5 @@ def run(service: Hippograph, who: Principal, name: str, args: BaseModel | Mappin
     op = BY_NAME[name]
     service.tenancy.require(who, op.scope)
     given = args if isinstance(args, op.input) else op.input.model_validate(args)
-    return op.run(service, who, given)
+    with service.slot(op.scope):
+        return op.run(service, who, given)

@@ -10,7 +10,8 @@ import dataclasses
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -28,6 +29,7 @@ from hippograph.ingest import (
     DOCUMENT_CHUNK_CHARS,
     Ingestor,
     IngestResult,
+    QueuedWrite,
     episode_record,
     episode_text,
     lemma_words,
@@ -110,7 +112,7 @@ class Hippograph:
         fallback_extractor: Extractor | None = None, usage: UsageMeter | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
         guard: StorageGuard | None = None, phrases: Callable[[str], list[str]] | None = None,
-        background_workers: int = 2, max_backlog: int = 10_000,
+        background_workers: int = 2, max_backlog: int = 10_000, concurrent_reads: int = 0, concurrent_writes: int = 0,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -136,6 +138,10 @@ class Hippograph:
         self._queued_sessions: dict[str, set[str]] = {}  # user -> sessions written to without waiting
         self._queued_lock = threading.Lock()
         self.max_backlog = max_backlog
+        # requests carried out at once, reads and writes apart (0: no limit); the others wait their turn
+        # instead of taking the interpreter lock from each other (`slot`)
+        self._slots = {"read": threading.BoundedSemaphore(concurrent_reads) if concurrent_reads else None,
+                       "write": threading.BoundedSemaphore(concurrent_writes) if concurrent_writes else None}
         self._ready = threading.Event()
         self._repair_due = True  # what a crash left half done, repaired at open or once the disk has room
 
@@ -166,6 +172,18 @@ class Hippograph:
             self.indexer.store.close()
         finally:  # a vector store that cannot flush (a full disk) replays its WAL at the next open
             self.graph.close()
+
+    @contextmanager
+    def slot(self, scope: str) -> Iterator[None]:
+        """One of the `concurrent_reads` (scope read) or `concurrent_writes` (write, admin) places: more
+        threads than cores running Python at once only take the interpreter lock from each other, and
+        a write that waits behind twenty reads for every step takes seconds."""
+        sem = self._slots["read" if scope == "read" else "write"]
+        if sem is None:
+            yield
+            return
+        with sem:
+            yield
 
     @property
     def ready(self) -> bool:
@@ -218,22 +236,31 @@ class Hippograph:
         self.check_sizes(messages, documents)
         self.guard.check("storing messages")
         self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
-        if not wait and self.background.queued_episodes < self.max_backlog:
-            result, episode_ids = self.ingestor.persist(user_id, session_id, agent_id, messages, documents, metadata)
-            if result.pending:
-                if session_id is not None:
-                    with self._queued_lock:
-                        self._queued_sessions.setdefault(user_id, set()).add(session_id)
-                self.background.submit(user_id, episode_ids)
-            return result
-        # waited for, or more than max_backlog messages wait for the background already: this write
-        # is extracted now, which slows its client down instead of letting the backlog grow
-        result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
-        if session_id is not None and result.stored:
-            self._summarize(user_id, session_id)
-        return result
+        queued = None
+        with self.ingestor.user_write(user_id):
+            if (not wait and self.background.queued_episodes < self.max_backlog) or self.background.has(user_id):
+                # stored now; extracted by the background, after the user's writes queued there before it
+                result, episode_ids = self.ingestor.persist(user_id, session_id, agent_id, messages, documents,
+                                                            metadata)
+                if result.pending:
+                    if session_id is not None:
+                        with self._queued_lock:
+                            self._queued_sessions.setdefault(user_id, set()).add(session_id)
+                    queued = QueuedWrite(episode_ids)
+                    self.background.submit(user_id, queued)
+                if not wait or queued is None:
+                    return result
+            else:
+                # waited for (or past max_backlog messages waiting for the background already, which slows
+                # this client down instead of letting the backlog grow): extracted before the answer
+                result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
+                if session_id is not None and result.stored:
+                    self._summarize(user_id, session_id)
+                return result
+        queued.done.wait()  # a waited write behind unwaited ones of the same user
+        return self.ingestor.merge_queued(user_id, result, queued)
 
-    def _process_queued(self, user_id: str, writes: Sequence[Sequence[str]]) -> int:
+    def _process_queued(self, user_id: str, writes: Sequence[QueuedWrite]) -> int:
         with acting_for(user_id):
             return self.ingestor.process_writes(user_id, writes)
 
@@ -286,7 +313,7 @@ class Hippograph:
             return 0
         if self._repair_due:  # the start-up repairs waited for disk space
             self._repair()
-        return self.ingestor.process_pending()
+        return self.ingestor.process_pending(skip=self.background.has)
 
     def expire_sessions(self, now: datetime | None = None) -> int:
         """Delete every session idle longer than the TTL, then compact the stores if anything was

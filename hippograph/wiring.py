@@ -160,4 +160,6 @@ def build(settings: Settings) -> Hippograph:
         phrases=phrases,
         background_workers=settings.extraction.background_workers,
         max_backlog=settings.extraction.max_backlog,
+        concurrent_reads=settings.concurrent_reads,
+        concurrent_writes=settings.concurrent_writes,
     )

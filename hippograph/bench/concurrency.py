@@ -11,7 +11,11 @@ folder (or `--workdir`), with the environment it was given: the `HIPPOGRAPH_*` s
 backends. Each user gets one untimed write first (so that readers never ask about an unknown user),
 and one context and one search call warm the server up.
 
-After the load, every acknowledged message (in `stored` or `duplicates` of a 200 answer) is fetched by
+With `--no-wait` the writes are sent with `"wait": false` (answered once stored); after the load the
+status route is asked until every acknowledged message is searchable, and the report says how many
+were pending when the load ended and how many seconds later none was (the run fails if some never is).
+
+After the load, every acknowledged message (in `stored` or `duplicates` of a 2xx answer) is fetched by
 its id (`GET /v1/users/{user}/memories/{id}`) and counted found when its content is what was sent; the
 user's audit log counts the memories the server created (`listed`, at most 10,000 per user), which
 exceeds `acknowledged` when a write was stored but its answer never reached the client. The run fails
@@ -58,6 +62,7 @@ class Load:
     duration: float
     messages: tuple[int, int]  # per write, inclusive
     seed: int
+    wait: bool = True  # False: writes are answered once stored, extracted afterwards
 
     def check(self) -> None:
         lo, hi = self.messages
@@ -111,8 +116,8 @@ class Client:
             return None
         return resp.json()
 
-    def write(self, user: str, session: str, messages: list[dict]) -> None:
-        answer = self.post(WRITE, {"user_id": user, "session_id": session, "messages": messages})
+    def write(self, user: str, session: str, messages: list[dict], wait: bool = True) -> None:
+        answer = self.post(WRITE, {"user_id": user, "session_id": session, "messages": messages, "wait": wait})
         if answer is not None:
             sent = {m["id"]: m["content"] for m in messages}
             for mid in answer["stored"] + answer["duplicates"]:
@@ -161,7 +166,7 @@ def _writer(client: Client, k: int, load: Load, run: str, personas: dict, deadli
     while time.monotonic() < deadline:
         user = rng.choice(users)
         session = f"{run}-w{k}-s{writes // 10}"  # a new session every 10 writes of this writer
-        client.write(user, session, messages.take(user, rng.randint(*load.messages)))
+        client.write(user, session, messages.take(user, rng.randint(*load.messages)), load.wait)
         writes += 1
 
 
@@ -252,6 +257,25 @@ def read_back(http: httpx.Client, acked: dict[tuple[str, str], str], users: list
     return out, lost
 
 
+def settle(http: httpx.Client, acked: dict[tuple[str, str], str], timeout: float = 600.0) -> tuple[float, int, int]:
+    """Seconds until none of the acknowledged messages is pending any more (`POST /v1/memories/status`),
+    how many were pending when it started, and how many still were at the end (after `timeout`)."""
+    by_user: dict[str, list[str]] = {}
+    for user, mid in acked:
+        by_user.setdefault(user, []).append(mid)
+    started, first = time.monotonic(), None
+    while True:
+        pending = 0
+        for user, ids in by_user.items():
+            for i in range(0, len(ids), 2000):
+                resp = http.post("/v1/memories/status", json={"user_id": user, "ids": ids[i:i + 2000]})
+                pending += len(resp.json()["pending"]) if resp.status_code == 200 else len(ids[i:i + 2000])
+        first = pending if first is None else first
+        if not pending or time.monotonic() - started > timeout:
+            return time.monotonic() - started, first, pending
+        time.sleep(0.2)
+
+
 def _row(tally: Tally, elapsed: float) -> dict[str, Any]:
     lat, errors = tally.latency_ms, dict(sorted(tally.errors.items()))
     return {"requests": len(lat), "per_s": round(len(lat) / elapsed, 1),
@@ -319,6 +343,7 @@ def _measure(load: Load, url: str, api_key: str | None, out: Path | None, log: P
         load_end = os.getloadavg()[0]
         everyone = [warm, *clients]
         acked = {k: v for c in everyone for k, v in c.acked.items()}
+        searchable_after, pending_after_load, never = settle(clients[0].http, acked) if not load.wait else (0.0, 0, 0)
         per_user, lost = read_back(clients[0].http, acked, sorted(personas), threads=len(clients))
     finally:
         for c in clients:
@@ -337,13 +362,13 @@ def _measure(load: Load, url: str, api_key: str | None, out: Path | None, log: P
     written = sum(len(c.acked) for c in clients)
     totals = {col: sum(r[col] for r in per_user.values()) for col in READBACK_COLUMNS}
     server_errors = sum(n for code, n in everything.errors.items() if code.startswith("5"))
-    passed = totals["lost"] == 0 and server_errors == 0
+    passed = totals["lost"] == 0 and server_errors == 0 and never == 0
     report = {
         "benchmark": "concurrency",
         "command": command_line(),
         "seed": load.seed,
         "load": {"writers": load.writers, "readers": load.readers, "users": load.users,
-                 "duration_s": load.duration, "messages_per_write": list(load.messages)},
+                 "duration_s": load.duration, "messages_per_write": list(load.messages), "wait": load.wait},
         "url": url if log is None else None,  # None: a server this command started
         "server": server,
         "machine": {**machine(), "loadavg_1m_start": round(load_start, 2), "loadavg_1m_end": round(load_end, 2)},
@@ -351,6 +376,11 @@ def _measure(load: Load, url: str, api_key: str | None, out: Path | None, log: P
                   "elapsed; read-back: every acknowledged message, warm-up included, fetched by id after the load",
         "elapsed_s": round(elapsed, 2),
         "messages_acknowledged_per_s": round(written / elapsed, 1),
+        # "wait": false: when the load ended, how many acknowledged messages were not searchable yet,
+        # and how many seconds later all of them were
+        "pending_after_load": pending_after_load,
+        "searchable_after_s": round(searchable_after, 2),
+        "never_searchable": never,
         "results": results,
         "readback": {"total": totals, "per_user": per_user, "lost_ids": lost[:100]},
         "server_errors_5xx": server_errors,
@@ -359,6 +389,9 @@ def _measure(load: Load, url: str, api_key: str | None, out: Path | None, log: P
     write_report(report, out, COLUMNS, label="route")
     print()
     print(markdown_table({**per_user, "total": totals}, READBACK_COLUMNS, label="user"))
+    if not load.wait:
+        print(f"\n{pending_after_load} acknowledged messages were pending when the load ended; all were "
+              f"searchable {searchable_after:.1f} s later")
     print(f"\n{elapsed:.1f} s, {written / elapsed:.1f} messages acknowledged/s; load average (1 min) "
           f"{load_start:.2f} at start, {load_end:.2f} at end; {'passed' if passed else 'FAILED'}: "
           f"{totals['lost']} acknowledged messages lost, {server_errors} 5xx answers")

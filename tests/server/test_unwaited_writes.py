@@ -164,3 +164,25 @@ def test_past_the_backlog_an_unwaited_write_is_extracted_before_the_answer(tmp_p
         assert resp.json()["pending"] == [] and resp.json()["extractor"] == "spacy"
         assert c.post("/v1/memories/status", json={"user_id": "full", "ids": ["m0", "m4"]}).json()["processed"] == [
             "m0", "m4"]
+
+
+def test_a_waited_write_behind_unwaited_ones_is_answered_after_them_with_its_own_result(client: TestClient) -> None:
+    busy = client.post("/v1/memories", json={"user_id": "mixed", "session_id": "bulk", "wait": False,
+                                             "messages": messages(400)})
+    first = client.post("/v1/memories", json={"user_id": "mixed", "session_id": "s", "wait": False, "messages": [
+        {"id": "old", "role": "user", "content": "I work at Initech.", "timestamp": "2026-01-01T10:00:00Z"}]})
+    assert busy.status_code == first.status_code == 202
+    waited = client.post("/v1/memories", json={"user_id": "mixed", "session_id": "s", "messages": [
+        {"id": "new", "role": "user", "content": "I moved on, I work at Globex now.",
+         "timestamp": "2026-02-01T10:00:00Z"}]})
+    assert waited.status_code == 200, waited.text
+    body = waited.json()
+    assert body["stored"] == ["new"] and body["pending"] == [] and body["extractor"] == "spacy"
+    assert any("Globex" in n["text"] and n["superseded"] for n in body["notes"]), body["notes"]
+    # the unwaited writes before it were finished first: the waited one replaced their note
+    status = client.post("/v1/memories/status", json={"user_id": "mixed", "ids": ["old", "m0", "m399"]}).json()
+    assert status["processed"] == ["old", "m0", "m399"]
+    facts = client.get("/v1/users/mixed/profile", params={"history": "true"}).json()["facts"]
+    work = {f["fact"]: f["current"] for f in facts if "work" in f["fact"].lower()}
+    assert [c for f, c in work.items() if "Initech" in f] == [False] and [c for f, c in work.items() if "Globex" in f] == [
+        True], facts
