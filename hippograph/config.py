@@ -201,11 +201,12 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8765
     max_request_bytes: int = Field(5_000_000, ge=1024)
-    concurrent_reads: int = Field(
-        0, ge=0, le=1024, description="Reads (context, search ...) carried out at once; the others wait for a "
-                                      "place. 0: no limit.")
-    concurrent_writes: int = Field(
-        0, ge=0, le=1024, description="Writes carried out at once (one user's are one at a time anyway). 0: no limit.")
+    concurrent_reads: int | None = Field(
+        None, ge=0, le=1024, description="Reads (context, search ...) carried out at once; the others wait for a "
+                                         "place. Unset: one per CPU core; 0: no limit.")
+    concurrent_writes: int | None = Field(
+        None, ge=0, le=1024, description="Writes carried out at once (one user's are one at a time anyway). Unset: "
+                                         "one per CPU core; 0: no limit.")
     max_content_chars: int = Field(100_000, ge=100)
     tool_output_chars: int = Field(500, ge=50, description="Tool output longer than this is cut to its essentials.")
     min_free_bytes: int = Field(

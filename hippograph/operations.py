@@ -406,5 +406,6 @@ def run(service: Hippograph, who: Principal, name: str, args: BaseModel | Mappin
     op = BY_NAME[name]
     service.tenancy.require(who, op.scope)
     given = args if isinstance(args, op.input) else op.input.model_validate(args)
-    with service.slot(op.scope):
+    # a write that is only stored (no extraction before the answer) is short: it needs no place
+    with service.slot(op.scope, short=getattr(given, "wait", True) is False):
         return op.run(service, who, given)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,6 +113,13 @@ def build_extractor(settings: Settings, llm: LLMClient | None = None) -> Extract
             return LLMExtractor(llm, settings.extraction.batch_messages)
 
 
+def _per_core(limit: int | None) -> int:
+    """A limit of requests at once: as set (0: none), or one per CPU core this process may use."""
+    if limit is not None:
+        return limit
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def build(settings: Settings) -> Hippograph:
     """A Hippograph over the configured backends. Nothing is opened here: call `open()`."""
     from hippograph.extraction.spacy_extractor import SpacyExtractor
@@ -160,6 +168,6 @@ def build(settings: Settings) -> Hippograph:
         phrases=phrases,
         background_workers=settings.extraction.background_workers,
         max_backlog=settings.extraction.max_backlog,
-        concurrent_reads=settings.concurrent_reads,
-        concurrent_writes=settings.concurrent_writes,
+        concurrent_reads=_per_core(settings.concurrent_reads),
+        concurrent_writes=_per_core(settings.concurrent_writes),
     )
