@@ -27,7 +27,8 @@ def test_a_short_run_reads_back_every_acknowledged_message(tmp_path: Path, capsy
     assert writes["requests"] > 0 and writes["errors_by_status"] == {}
     reads = report["results"][concurrency.CONTEXT]["requests"] + report["results"][concurrency.SEARCH]["requests"]
     assert reads > 0 and report["results"]["all"]["requests"] == writes["requests"] + reads
-    assert report["load"] == {"writers": 1, "readers": 1, "users": 2, "duration_s": 3.0, "messages_per_write": [2, 2]}
+    assert report["load"] == {"writers": 1, "readers": 1, "users": 2, "duration_s": 3.0, "messages_per_write": [2, 2],
+                              "wait": True}
     assert report["server"]["graph"] and "loadavg_1m_start" in report["machine"] and report["command"]
     # every write of the load acknowledged 2 messages, and the warm-up 1 per user: all of them come back,
     # and the server's audit log created exactly as many
@@ -37,6 +38,7 @@ def test_a_short_run_reads_back_every_acknowledged_message(tmp_path: Path, capsy
                      "pending_at_ack": 0}
     assert sum(u["found"] for u in report["readback"]["per_user"].values()) == acknowledged
     assert report["readback"]["lost_ids"] == [] and report["server_errors_5xx"] == 0
+
     printed = capsys.readouterr().out
     assert "| POST /v1/memories |" in printed and "| total |" in printed and "passed" in printed
 
@@ -57,3 +59,16 @@ def test_bad_options_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "concurrency", "--writers", "0", "--readers", "0"]) == 2
     assert main(["bench", "concurrency", "--url", "http://127.0.0.1:9", "--workdir", "/tmp/x"]) == 2
     assert "--messages" in capsys.readouterr().err
+
+
+def test_a_short_unwaited_run_waits_until_every_acknowledged_message_is_searchable(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code = main(["bench", "concurrency", "--writers", "2", "--readers", "1", "--users", "2", "--duration", "3",
+                 "--messages", "1-3", "--seed", "4", "--no-wait", "--out", str(out)])
+    report = json.loads(out.read_text())
+    assert code == 0 and report["passed"] is True and report["load"]["wait"] is False
+    total = report["readback"]["total"]
+    assert total["lost"] == 0 and total["found"] == total["acknowledged"] > 0
+    # the answers listed what was not searchable yet; afterwards none of it was left pending
+    assert total["pending_at_ack"] > 0 and report["never_searchable"] == 0
+    assert report["pending_after_load"] <= total["acknowledged"] and report["searchable_after_s"] >= 0

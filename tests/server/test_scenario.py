@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 
 from hippograph.config import SessionSettings, Settings, WorldSettings
@@ -14,6 +15,14 @@ from hippograph.server.app import create_app
 from tests.unit.test_handoff import REPORT, ROLES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+@pytest.fixture(autouse=True)
+def _now() -> None:
+    """Times are relative to the test's start, not to when the module was imported: a tool result
+    "a minute ago" with a 10-minute TTL must still hold however long the suite ran before."""
+    global NOW
+    NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def at(days: float, minutes: float = 0) -> str:
