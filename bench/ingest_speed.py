@@ -37,21 +37,16 @@ def single_stream(n: int) -> dict:
         spent = {"extract": 0.0, "embed": 0.0}
         extract, embed = s.ingestor.extractor.extract, s.indexer.embedder.embed
 
-        def timed_extract(*a, **k):  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
-            try:
-                return extract(*a, **k)
-            finally:
-                spent["extract"] += time.perf_counter() - t
+        def timed(fn, key):  # type: ignore[no-untyped-def]
+            def call(*a, **k):  # type: ignore[no-untyped-def]
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    spent[key] += time.perf_counter() - t
+            return call
 
-        def timed_embed(*a, **k):  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
-            try:
-                return embed(*a, **k)
-            finally:
-                spent["embed"] += time.perf_counter() - t
-
-        s.ingestor.extractor.extract, s.indexer.embedder.embed = timed_extract, timed_embed  # type: ignore[method-assign]
+        s.ingestor.extractor.extract, s.indexer.embedder.embed = timed(extract, "extract"), timed(embed, "embed")  # type: ignore[method-assign]
         started, stored = time.perf_counter(), 0
         for (user, session), group in groupby(stream.messages[1:], key=lambda m: (m[0], m[1])):
             stored += len(s.remember(user, session, None, [m for _, _, m in group]).stored)
