@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from hippograph.config import AuthSettings, Settings
+from hippograph.config import AuthSettings, ExtractionSettings, Settings
 from hippograph.inputs import ID_EXAMPLE
 from hippograph.server.app import create_app
 from hippograph.server.openapi import ERRORS
@@ -65,7 +65,12 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
     """The real app over real embedded stores in a fresh data dir, which schemathesis opens (it runs the
     lifespan once for the module), with one user who has memories, a session and profile items under
     the document's example id, so that generated requests using the example reach a 200."""
-    app = create_app(Settings(data_dir=tmp_path_factory.mktemp("data"), auth=AuthSettings(bootstrap_key=KEY)))
+    # unwaited writes are extracted before their answer here (max_backlog 0): the generated ones carry up
+    # to 2000 messages of up to 100k characters each, and extracting them in the background would load
+    # the machine under the requests that follow, each of which has 10 s (the 202 path is tested in
+    # tests/server/test_unwaited_writes.py)
+    app = create_app(Settings(data_dir=tmp_path_factory.mktemp("data"), auth=AuthSettings(bootstrap_key=KEY),
+                              extraction=ExtractionSettings(max_backlog=0)))
     with asgi.get_client(app) as client:
         resp = client.post("/v1/memories", headers=_headers(), json={
             "user_id": ID_EXAMPLE, "session_id": ID_EXAMPLE, "agent_id": ID_EXAMPLE,
