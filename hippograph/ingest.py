@@ -57,11 +57,11 @@ BACKLOG = 1000  # earlier unfinished episodes of the user a write also finishes;
 
 class QueuedWrite:
     """A write stored and waiting for the background: its episode ids and, once processed, its result
-    (`done` is set then, or when the background stops without it)."""
+    (`done` is set then, or when the background stops without it: the result stays empty)."""
 
     def __init__(self, episode_ids: Sequence[str]) -> None:
         self.episode_ids = list(episode_ids)
-        self.result: IngestResult | None = None
+        self.result = IngestResult()
         self.done = threading.Event()
 
 
@@ -207,19 +207,15 @@ class Ingestor:
             found = {e.id: e for e in self.graph.get_episodes(user_id, [i for w in writes for i in w.episode_ids])}
             batches = [(w, self._claim([found[i] for i in dict.fromkeys(w.episode_ids)
                                         if i in found and not found[i].processed])) for w in writes]
-        for w, _ in batches:
-            w.result = IngestResult()
         batches = [(w, b) for w, b in batches if b]
         done = 0
         upcoming: Future | None = None
         try:
             for k, (write, batch) in enumerate(batches):
-                assert write.result is not None
                 ex, ahead = (upcoming.result() if upcoming is not None else self._prepare(batch, write.result))
                 upcoming = None
                 if k + 1 < len(batches):
                     following, after = batches[k + 1]
-                    assert following.result is not None
                     upcoming = self._next.submit(self._prepare, after, following.result)
                 if ex is None:
                     continue  # the extractor failed: pending, for the sweep
@@ -235,13 +231,12 @@ class Ingestor:
     def merge_queued(self, user_id: str, stored: IngestResult, write: QueuedWrite) -> IngestResult:
         """The answer to a waited write the background processed: what `persist` stored, with what
         the processing found, and `pending` for what is still not searchable."""
-        found = write.result or IngestResult()
+        found = write.result
         result = stored.model_copy(update={
             "pending": [], "notes": found.notes, "entities": found.entities, "relations": found.relations,
             "skipped_small_talk": found.skipped_small_talk, "extractor": found.extractor,
             "warnings": stored.warnings + found.warnings})
-        by_id = {e.id: e for e in self.graph.get_episodes(user_id, write.episode_ids)}
-        self._report_pending(user_id, list(by_id.values()), result)
+        self._report_pending(user_id, self.graph.get_episodes(user_id, write.episode_ids), result)
         return result
 
     @contextmanager

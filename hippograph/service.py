@@ -275,7 +275,7 @@ class Hippograph:
         (`processed`), stored but not yet (`pending`), or not stored for this user (`unknown`)."""
         self._live_user(user_id)
         wanted = list(dict.fromkeys(memory_ids))
-        first = {m: [m, stable_id("ep", user_id, m), stable_id("ep", user_id, m, "0")] for m in wanted}
+        first = {m: self._episode_ids(user_id, m, pieces=1) for m in wanted}  # a message, or a first piece
         found = {e.id: e for e in self.graph.get_episodes(user_id, [i for ids in first.values() for i in ids])}
         documents = [m for m in wanted if first[m][2] in found]  # a document's other pieces, too
         rest = {m: self._episode_ids(user_id, m)[3:] for m in documents}
@@ -345,9 +345,11 @@ class Hippograph:
         with self.ingestor.user_write(user_id), self.ingestor.lock:
             return self.forgetting.session(user_id, session_id, actor)
 
-    def _episode_ids(self, user_id: str, memory_id: str) -> list[str]:
-        """The episode ids a message, or a document's pieces, may have: our id, or the client's."""
+    def _episode_ids(self, user_id: str, memory_id: str, pieces: int | None = None) -> list[str]:
+        """The episode ids a message, or a document's pieces (its first `pieces`, or all it can have),
+        may have: our id, or the client's."""
         chunks = 2 * self.max_content_chars // DOCUMENT_CHUNK_CHARS + 2  # a document's pieces, at most
+        chunks = chunks if pieces is None else min(pieces, chunks)
         return [memory_id, stable_id("ep", user_id, memory_id),
                 *(stable_id("ep", user_id, memory_id, str(i)) for i in range(chunks))]
 

@@ -58,7 +58,6 @@ class _Child:
             [sys.executable, "-m", "hippograph.extraction.worker", model, str(batch_size), str(max_chars)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
         self.lock = threading.Lock()
-        self.ready = False
 
     def call(self, request: tuple) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None

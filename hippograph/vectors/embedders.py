@@ -59,7 +59,7 @@ def _default_tokenizer_path() -> Path:
 
 
 #: Rows x padded width of one ONNX run. Every row is padded to the batch's longest text, and a batch of
-#: a few short texts runs faster than one padded wide (`bench/embedder_speed.py --batching`).
+#: a few short texts runs faster than one padded wide (`bench/embed_batching.py`).
 BATCH_TOKENS = 256
 
 
