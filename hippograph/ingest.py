@@ -428,7 +428,9 @@ class Ingestor:
             except HippographError as exc:  # embedded again below, where a failure fails the step
                 log.warning("embedding ahead failed: %s", exc)
         self.indexer.store.delete(stale)
-        self.indexer.index(records, known)
+        # the notes and relation facts are embedded once the parse is done, when its core is free: half
+        # of them there
+        self.indexer.index(records, known, helper=self._ahead)
         self.graph.mark_processed([e.id for e in episodes], result.extractor or self.extractor.name)
 
     def _store(self, episodes: list[Episode], ex: Extraction, result: IngestResult) -> tuple[list[VectorRecord], list[str]]:

