@@ -257,6 +257,9 @@ class OnnxMiniLMEmbedder(_LoadsOnce):
         model: str | bytes = str(model_path)
         if self.precision == "int8":
             model = int8_model(model_path, self.cache_dir)
+            # x86 CPUs without VNNI sum u8 x s8 products in 16 bits, which can overflow: there ONNX Runtime
+            # then multiplies the weights that could as u8 x u8 instead (no change where VNNI is)
+            options.add_session_config_entry("session.x64quantprecision", "1")
         # threads that wait for work sleep instead of spinning: the spaCy process needs the other core
         # (with 2 threads, ingest measured 140 messages/s against 123 spinning)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
