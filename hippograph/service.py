@@ -7,13 +7,11 @@ backend runs behind a protocol.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
@@ -21,15 +19,13 @@ from hippograph.audit import audit_event
 from hippograph.background import Background
 from hippograph.config import ContextSettings, ProfileSettings, SessionSettings, WorldSettings
 from hippograph.dates import with_dates
-from hippograph.errors import Conflict, HippographError, InvalidInput, NotFound
+from hippograph.errors import Conflict, NotFound
 from hippograph.extraction.base import Extraction, Extractor
 from hippograph.forgetting import Compactor, Forgetting
 from hippograph.graph.base import GraphStore, Subgraph
 from hippograph.ingest import (
     DOCUMENT_CHUNK_CHARS,
     Ingestor,
-    IngestResult,
-    QueuedWrite,
     episode_record,
     episode_text,
     lemma_words,
@@ -37,15 +33,13 @@ from hippograph.ingest import (
     relation_record,
 )
 from hippograph.lifecycle import SessionKeeper, covered_through, stored_summary, summary_lines
-from hippograph.llm.usage import UsageMeter, acting_for
+from hippograph.llm.usage import UsageMeter
 from hippograph.models import (
     AuditEvent,
-    DocumentIn,
     Entity,
     Episode,
     EpisodeKind,
     MemoryKind,
-    MessageIn,
     Note,
     NoteKind,
     Role,
@@ -65,6 +59,7 @@ from hippograph.tenancy import Tenancy
 from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
+from hippograph.write_entry import WriteEntry, for_user
 
 log = logging.getLogger("hippograph.service")
 
@@ -91,19 +86,7 @@ class SearchHit(BaseModel):
     provenance: list[str] = Field(default_factory=list)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _for_user(method: F) -> F:
-    """Model calls made inside count for the user the method serves (its first argument)."""
-    @functools.wraps(method)
-    def wrapper(self: Hippograph, user_id: str, *args: Any, **kwargs: Any) -> Any:
-        with acting_for(user_id):
-            return method(self, user_id, *args, **kwargs)
-    return cast(F, wrapper)
-
-
-class Hippograph:
+class Hippograph(WriteEntry):
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, counter: TokenCounter,
         context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000,
@@ -223,53 +206,7 @@ class Hippograph:
         lemmas = lemma_words(self.indexer, episodes)
         return [episode_record(e, lemmas.get(e.id, "")) for e in episodes]
 
-    # --- writes --------------------------------------------------------------------------------
-    @_for_user
-    def remember(
-        self, user_id: str, session_id: str | None = None, agent_id: str | None = None,
-        messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = (), metadata: dict | None = None,
-        wait: bool = True,
-    ) -> IngestResult:
-        """Store a write and, with `wait`, extract and index it before returning. Without: return once
-        it is stored (acknowledged; `pending` lists what is not searchable yet) and leave extraction to
-        the background threads; `memory_status` says when it is done."""
-        self.check_sizes(messages, documents)
-        self.guard.check("storing messages")
-        self.sessions.expire(user_id)  # an idle session is gone before anything new joins it
-        queued = None
-        with self.ingestor.user_write(user_id):
-            if (not wait and self.background.queued_episodes < self.max_backlog) or self.background.has(user_id):
-                # stored now; extracted by the background, after the user's writes queued there before it
-                result, episode_ids = self.ingestor.persist(user_id, session_id, agent_id, messages, documents,
-                                                            metadata)
-                if result.pending:
-                    if session_id is not None:
-                        with self._queued_lock:
-                            self._queued_sessions.setdefault(user_id, set()).add(session_id)
-                    queued = QueuedWrite(episode_ids)
-                    self.background.submit(user_id, queued)
-                if not wait or queued is None:
-                    return result
-            else:
-                # waited for (or past max_backlog messages waiting for the background already, which slows
-                # this client down instead of letting the backlog grow): extracted before the answer
-                result = self.ingestor.ingest(user_id, session_id, agent_id, messages, documents, metadata)
-                if session_id is not None and result.stored:
-                    self._summarize(user_id, session_id)
-                return result
-        queued.done.wait()  # a waited write behind unwaited ones of the same user
-        return self.ingestor.merge_queued(user_id, result, queued)
-
-    def _process_queued(self, user_id: str, writes: Sequence[QueuedWrite]) -> int:
-        with acting_for(user_id):
-            return self.ingestor.process_writes(user_id, writes)
-
-    def _summarize_queued(self, user_id: str) -> None:
-        with self._queued_lock:
-            sessions = self._queued_sessions.pop(user_id, set())
-        for session_id in sorted(sessions):
-            self._summarize(user_id, session_id)
-
+    # --- writes (storing them: WriteEntry) -----------------------------------------------------
     def memory_status(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Which of these messages or documents (the client's ids or ours) are extracted and searchable
         (`processed`), stored but not yet (`pending`), or not stored for this user (`unknown`)."""
@@ -286,26 +223,6 @@ class Hippograph:
             state = "unknown" if not parts else "processed" if all(e.processed for e in parts) else "pending"
             out[state].append(m)
         return out
-
-    def check_sizes(self, messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = ()) -> None:
-        """A message or document over HIPPOGRAPH_MAX_CONTENT_CHARS is refused before anything is written
-        (the API checks before it registers a new user, too)."""
-        limit = self.max_content_chars
-        for field_name, items, attr in (("messages", messages, "content"), ("documents", documents, "text")):
-            for i, item in enumerate(items):
-                if len(getattr(item, attr)) > limit:
-                    raise InvalidInput(
-                        f"{field_name}[{i}].{attr}: {len(getattr(item, attr))} characters is over the limit of "
-                        f"{limit} (HIPPOGRAPH_MAX_CONTENT_CHARS); split it into several messages or documents"
-                    )
-
-    def _summarize(self, user_id: str, session_id: str) -> None:
-        """Roll the session summary forward; the write is already stored, so a failure here is logged
-        and retried by the next write to the session, never reported as a failed write."""
-        try:
-            self.sessions.summarize(user_id, session_id)
-        except HippographError as exc:
-            log.warning("summary of session %r of user %r not updated: %s", session_id, user_id, exc)
 
     def retry_pending(self) -> int:
         """Extract and index what is stored but not yet processed (after an LLM or store failure)."""
@@ -395,7 +312,7 @@ class Hippograph:
             self.forgetting.episodes(user_id, ids, actor)
         return names
 
-    @_for_user
+    @for_user
     def handoff(self, user_id: str, session_id: str, task: str, to_agent: str | None = None) -> dict:
         """The packet agent A hands agent B: the session's conclusions, never its transcript. Ideas
         raised and then rejected appear only as what was decided instead."""
@@ -425,7 +342,7 @@ class Hippograph:
         with self.ingestor.user_write(user_id), self.ingestor.lock:
             self.forgetting.note(user_id, note, actor)
 
-    @_for_user
+    @for_user
     def correct_note(self, user_id: str, item_id: str, text: str, actor: str = "api") -> Note:
         """Replace a current profile item with the corrected text: the old item keeps its history
         (valid until now, superseded by the correction), the new one keeps the old one's sources."""
@@ -496,7 +413,7 @@ class Hippograph:
     def _client_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, str]:
         return self.graph.client_ids(user_id, list(dict.fromkeys(episode_ids)))
 
-    @_for_user
+    @for_user
     def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
         self._live_user(user_id)
         flt = VectorFilter(user_id=user_id)
@@ -519,7 +436,7 @@ class Hippograph:
             raise NotFound(f"this user has no entity {entity_id!r}")
         return self.graph.neighbors(user_id, entity_id, depth=depth)
 
-    @_for_user
+    @for_user
     def recall(
         self, user_id: str, query: str, plan_name: str | None = None, exclude_ids: set[str] | None = None,
         overrides: dict | None = None,
@@ -533,7 +450,7 @@ class Hippograph:
         return plan, reason, _dedupe(cands), trace
 
     # --- the context block ---------------------------------------------------------------------
-    @_for_user
+    @for_user
     def context(
         self, user_id: str, query: str, session_id: str | None = None, token_budget: int | None = None,
         plan_name: str | None = None, overrides: dict | None = None,
