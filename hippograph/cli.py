@@ -17,6 +17,7 @@ from hippograph.auth import DEFAULT_TENANT
 from hippograph.config import Settings
 from hippograph.datasets import Batch, load_batches
 from hippograph.errors import HippographError, InvalidInput
+from hippograph.graph.base import GraphStore
 from hippograph.service import Hippograph
 
 
@@ -83,11 +84,24 @@ def cmd_keys(args: argparse.Namespace) -> int:
                 state = "active" if k.active else f"revoked {k.revoked_at:%Y-%m-%d %H:%M}"
                 print(f"{k.id}  {k.tenant}  {','.join(k.scopes)}  {k.name or '-'}  {state}")
         else:
-            record = tenancy.revoke_key(args.id)
+            record = tenancy.revoke_key(args.id, force=args.force)
             print(f"revoked {record.id} of tenant {record.tenant!r}")
     finally:
         graph.close()
     return 0
+
+
+def _open_graph(args: argparse.Namespace) -> GraphStore:
+    """The system of record alone (beside a running server too), of a data folder that exists."""
+    from hippograph.wiring import build_graph
+
+    settings = _settings(args)
+    if settings.graph.backend == "embedded" and not settings.data_dir.is_dir():
+        raise CommandError(f"the data folder {settings.data_dir} does not exist: nothing was ever stored there "
+                           "(give the server's folder with --data-dir)")
+    graph = build_graph(settings)
+    graph.open()
+    return graph
 
 
 #: the commands that only read a data folder: one that does not exist is a mistake, not an empty store
@@ -417,9 +431,13 @@ def build_parser() -> argparse.ArgumentParser:
     kl.add_argument("--json", action="store_true")
     kr = ks.add_parser("revoke", help="revoke a key now")
     kr.add_argument("id")
+    kr.add_argument("--force", action="store_true", help="revoke the tenant's last active admin key too")
     for parser in (kc, kl, kr):
         parser.add_argument("--data-dir", help="the embedded store's folder (or configure Neo4j: HIPPOGRAPH_GRAPH__*)")
     k.set_defaults(func=cmd_keys)
+    from hippograph.doctor import add_parser as doctor_parser
+
+    doctor_parser(sub, _open_graph)
     _bench_parser(sub)
     from hippograph.llm.serve import add_parser as llm_parser
 

@@ -105,6 +105,10 @@ class ExtractionSettings(BaseModel):
     background_workers: int = Field(
         2, ge=1, le=64, description='Threads that extract the writes sent with "wait": false (one user at a time '
                                     'each).')
+    max_attempts: int = Field(
+        3, ge=1, le=100, description="Failed attempts at processing a message (errors of the message, not of a backend "
+                                     "that is down) before it is quarantined: kept and listed (GET "
+                                     "/v1/admin/quarantine, `hippograph doctor`), no longer retried.")
     max_backlog: int = Field(
         10_000, ge=0, le=10_000_000, description='Messages of "wait": false writes this process may hold for '
                                                  'extraction; past it such writes are extracted before the '
@@ -186,6 +190,10 @@ class AuthSettings(BaseModel):
     rate_limit_per_minute: float = Field(
         0, ge=0, description="Requests per minute per API key (0: no limit); past it, 429 with Retry-After.")
     rate_limit_burst: int = Field(0, ge=0, description="Requests a key may make at once (0: a minute's worth).")
+    failed_per_minute: float = Field(
+        30, ge=0, description="Requests with a missing, unknown or revoked key one client address may make a minute "
+                              "(bursts of as many); past it every request from there is a 429 until the minute "
+                              "refills (0: no limit). Each replica counts its own.")
 
 
 class McpSettings(BaseModel):
@@ -214,6 +222,10 @@ class Settings(BaseSettings):
         None, ge=0, le=1024, description="Writes carried out at once (one user's are one at a time anyway). Unset: "
                                          "one per CPU core; 0: no limit.")
     max_content_chars: int = Field(100_000, ge=100)
+    max_word_chars: int = Field(
+        2048, ge=64, le=4096, description="Longest word (run without whitespace) a message or document may hold: a "
+                                          "longer one is refused with 422 (the graph store's index keys allow a few "
+                                          "thousand bytes, and such strings are not memories).")
     tool_output_chars: int = Field(500, ge=50, description="Tool output longer than this is cut to its essentials.")
     min_free_bytes: int = Field(
         64 * 2**20, ge=0, description="Free space kept on the disk of the embedded stores: below it writes get 507 "

@@ -32,6 +32,15 @@ class ExtractionError(HippographError):
     """An extractor failed on an input; the raw input is kept and extraction can be retried."""
 
 
+class ExtractionStalled(BackendUnavailable):
+    """The extraction process died or ran past its time on a call: unlike a model server that is down,
+    the messages of the call may be the cause, so their attempts count towards quarantine."""
+
+
+class DataRejected(InvalidInput):
+    """A store refused a value of the request as it is (too large for one of its index keys, say)."""
+
+
 class Unauthorized(HippographError):
     """No API key, or one that is unknown or revoked."""
 

@@ -24,9 +24,10 @@ from pydantic import BaseModel, Field, ValidationError
 from hippograph.audit import audit_event
 from hippograph.config import ProfileSettings, WorldSettings
 from hippograph.dates import dates_said
-from hippograph.errors import Conflict, HippographError
+from hippograph.errors import Conflict, HippographError, InvalidInput
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
+from hippograph.failures import Failures, reason_of, transient
 from hippograph.graph.base import GraphStore
 from hippograph.inputs import plus_seconds
 from hippograph.llm.usage import acting_for
@@ -51,6 +52,7 @@ from hippograph.vectors.indexer import Indexer
 log = logging.getLogger("hippograph.ingest")
 
 DOCUMENT_CHUNK_CHARS = 1200
+NAME_MAX_CHARS = 200  # of an entity's name or a note's slot, index keys of the graph store (`bounded`)
 PROCESS_BATCH = 1000  # episodes extracted and stored in one step (the store lock is let go in between)
 BACKLOG = 1000  # earlier unfinished episodes of the user a write also finishes; the sweep does the rest
 
@@ -112,7 +114,7 @@ class Ingestor:
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, tool_output_chars: int,
         world: WorldSettings | None = None, profile: ProfileSettings | None = None,
         fallback: Extractor | None = None,
-        resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
+        resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None, max_attempts: int = 3,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -131,6 +133,7 @@ class Ingestor:
         self.world = world or WorldSettings()
         self.profile = profile or ProfileSettings()
         self.notes = NoteWriter(graph, indexer.embedder, self.profile)
+        self.failures = Failures(graph, max_attempts)
         self.lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
         self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippograph-embed")
         self._next = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hippograph-extract-next")
@@ -212,15 +215,21 @@ class Ingestor:
         upcoming: Future | None = None
         try:
             for k, (write, batch) in enumerate(batches):
-                ex, ahead = (upcoming.result() if upcoming is not None else self._prepare(batch, write.result))
+                prepared = upcoming if upcoming is not None else _now(self._prepare, batch, write.result)
                 upcoming = None
                 if k + 1 < len(batches):
                     following, after = batches[k + 1]
                     upcoming = self._next.submit(self._prepare, after, following.result)
-                if ex is None:
-                    continue  # the extractor failed: pending, for the sweep
                 with self.user_write(user_id):
-                    self._finish(batch, ex, ahead, write.result)
+                    try:
+                        ex, ahead = prepared.result()
+                        if ex is None:
+                            continue  # the extractor's backend is down: pending, for the sweep
+                        self._finish(batch, ex, ahead, write.result)
+                    except Exception as exc:
+                        if transient(exc):
+                            raise
+                        self._failed(batch, exc, write.result)
                 done += len(batch)
         finally:
             if upcoming is not None and not upcoming.cancel():
@@ -304,9 +313,8 @@ class Ingestor:
         waits for the sweep too). Returns the ids processed."""
         done: set[str] = set()
         for start in range(0, len(todo), PROCESS_BATCH):
-            batch, failed = todo[start:start + PROCESS_BATCH], len(result.pending)
-            self._process(batch, result)
-            if len(result.pending) > failed:
+            batch = todo[start:start + PROCESS_BATCH]
+            if not self._process(batch, result):
                 break
             done.update(e.id for e in batch)
         return done
@@ -337,6 +345,17 @@ class Ingestor:
                 raise Conflict(f"id {ep.client_id!r} appears twice in the request with different content")
             seen[ep.id] = ep.content
         keyed = [e for e in episodes if e.client_id]
+        # a message's and a document's id name one memory each (GET /v1/users/{u}/memories/{id})
+        messages = {e.client_id or "" for e in keyed if e.kind == EpisodeKind.message}
+        both = sorted(messages & {e.client_id or "" for e in keyed if e.kind == EpisodeKind.document})
+        if both:
+            raise InvalidInput(f"id {both[0]!r} is given to a message and to a document; each needs an id of its own")
+        other = {_other_kind(user_id, e): e.client_id for e in keyed}
+        taken = self.graph.get_episodes(user_id, list(other))
+        if taken:
+            kind = "document" if taken[0].kind == EpisodeKind.document else "message"
+            raise Conflict(f"id {other[taken[0].id]!r} was already given to a {kind} of this user; a message and a "
+                           "document need ids of their own")
         stored = {e.id: e for e in self.graph.get_episodes(user_id, [e.id for e in keyed])}
         for ep in keyed:
             old = stored.get(ep.id)
@@ -347,12 +366,14 @@ class Ingestor:
                 )
 
     # --- step 2: process -----------------------------------------------------------------------
-    def process_pending(self, skip: Callable[[str], bool] = lambda user_id: False) -> int:
+    def process_pending(self, skip: Callable[[str], bool] = lambda user_id: False,
+                        stop: Callable[[], bool] | None = None) -> int:
         """Finish episodes left pending by a crash or a failed extraction, but those of users `skip`
-        says someone else is on (the background, in order). Returns how many were finished."""
+        says someone else is on (the background, in order) and quarantined ones; each is tried once,
+        and `stop` (asked between batches) ends it early. Returns how many were finished."""
         done = 0
         tried: set[str] = set()
-        while True:
+        while not (stop and stop()):
             with self.lock:
                 batch = self._claim([e for e in self.graph.pending_episodes(500)
                                      if e.id not in tried and not skip(e.user_id)])
@@ -370,17 +391,21 @@ class Ingestor:
                     done += len(eps) - len(result.pending)
             finally:
                 self._release(batch)
+        return done
 
     def _extract(self, episodes: list[Episode], result: IngestResult) -> Extraction | None:
         """The extractor's output; on its failure the fallback's, or None to retry later. Runs with no
         lock held: an LLM call may take seconds, and other writes go on meanwhile."""
-        # tool results are observations of the world: no notes, relations or entities come from them
-        source = [e for e in episodes if e.role != Role.tool]
+        # tool results are observations of the world: no notes, relations or entities come from them;
+        # nor does any extractor read metadata (which then need not travel to an extraction process)
+        source = [e.model_copy(update={"metadata": {}}) for e in episodes if e.role != Role.tool]
         try:
             return self.extractor.extract(source)
         except (HippographError, ValidationError) as exc:
             reason = f"{self.extractor.name} failed: {exc}"
             if self.fallback is None:
+                if not transient(exc):
+                    raise  # the messages may be the cause: `_failed` finds which
                 log.warning("extraction of %d episodes deferred: %s", len(episodes), reason)
                 result.pending += [e.client_id or e.id for e in episodes]
                 result.warnings.append(f"extraction deferred, retried later ({reason})")
@@ -391,13 +416,35 @@ class Ingestor:
             ex.extractor = f"{self.fallback.name}:fallback"
             return ex
 
-    def _process(self, episodes: list[Episode], result: IngestResult) -> None:
+    def _process(self, episodes: list[Episode], result: IngestResult) -> bool:
         """Extract, store what was found, index it, mark the episodes processed. The caller holds the
         user's write (`user_write`); `self.lock` is held only for the graph store steps, so other users'
-        writes extract and embed meanwhile."""
-        ex, ahead = self._prepare(episodes, result)
-        if ex is not None:
+        writes extract and embed meanwhile. False when the extractor's backend is down (the episodes
+        stay pending); a failure of the episodes themselves is `_failed`'s, a store's is raised."""
+        try:
+            ex, ahead = self._prepare(episodes, result)
+            if ex is None:
+                return False
             self._finish(episodes, ex, ahead, result)
+        except Exception as exc:
+            if transient(exc):
+                raise
+            self._failed(episodes, exc, result)
+        return True
+
+    def _failed(self, episodes: list[Episode], exc: Exception, result: IngestResult) -> None:
+        """Processing these episodes failed, not for a backend: each is processed again alone, so that
+        the one that fails it (if one does) cannot hold back the others, and a failure of one alone
+        counts towards its quarantine (`hippograph.failures`)."""
+        if len(episodes) == 1:
+            warning = self.failures.count(episodes[0], exc)
+            result.pending.append(episodes[0].client_id or episodes[0].id)
+            result.warnings.append(warning)
+            return
+        log.warning("processing %d episodes of user %r failed (%s): each is processed alone", len(episodes),
+                    episodes[0].user_id, reason_of(exc))
+        for ep in episodes:
+            self._process([ep], result)
 
     def _prepare(self, episodes: list[Episode], result: IngestResult) -> tuple[Extraction | None, Future | None]:
         """The extraction (None: it failed, the episodes stay pending) and the messages' vectors, made
@@ -407,6 +454,7 @@ class Ingestor:
         return self._extract(episodes, result), ahead
 
     def _finish(self, episodes: list[Episode], ex: Extraction, ahead: Future | None, result: IngestResult) -> None:
+        ex = bounded(ex)
         if self.resolver is not None:
             ex = self.resolver(self.graph, episodes[0].user_id, ex)
         with self.lock:
@@ -494,6 +542,40 @@ class Ingestor:
                            predicate=r.predicate, fact=r.fact, valid_at=at, source_episode_ids=[r.episode_id])
             touched.append(self.graph.add_relations([rel])[0])
         return touched
+
+def _now(work: Callable[..., Any], *args: Any) -> Future:
+    """`work(*args)` run here, as a finished future: its result, or what it raised."""
+    done: Future = Future()
+    try:
+        done.set_result(work(*args))
+    except Exception as exc:  # noqa: BLE001 - handed over with the future, as a thread pool would
+        done.set_exception(exc)
+    return done
+
+
+def _other_kind(user_id: str, ep: Episode) -> str:
+    """The episode id the client's id of `ep` has as the other kind: a message's first document piece,
+    or a document's message."""
+    assert ep.client_id is not None
+    if ep.kind == EpisodeKind.message:
+        return stable_id("ep", user_id, ep.client_id, "0")
+    return stable_id("ep", user_id, ep.client_id)
+
+
+def bounded(ex: Extraction) -> Extraction:
+    """What an extractor found, within what the graph store indexes: an "entity" named by more than
+    NAME_MAX_CHARS characters (a run of text taken for a name) is left out with its relations and
+    mentions, and a note's slot is cut to that length (both are index keys, of a few KB at most)."""
+    names = {e.name for e in ex.entities} | {n for r in ex.relations for n in (r.subject, r.object)}
+    long = {n for n in names if len(n) > NAME_MAX_CHARS}
+    if not long and all(len(n.slot) <= NAME_MAX_CHARS for n in ex.notes):
+        return ex
+    return ex.model_copy(update={
+        "entities": [e for e in ex.entities if e.name not in long],
+        "relations": [r for r in ex.relations if r.subject not in long and r.object not in long],
+        "mentions": {ep: [n for n in found if n not in long] for ep, found in ex.mentions.items()},
+        "notes": [n.model_copy(update={"slot": n.slot[:NAME_MAX_CHARS]}) for n in ex.notes]})
+
 
 def only_from(ex: Extraction, episode_ids: set[str]) -> Extraction:
     """What the extraction found in these episodes only (the others were deleted meanwhile)."""

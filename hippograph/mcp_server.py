@@ -129,6 +129,7 @@ class Endpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from hippograph.server.app import error_response
+        from hippograph.server.deps import authenticate
 
         request = Request(scope, receive)
         state = request.app.state
@@ -136,13 +137,13 @@ class Endpoint:
             service = getattr(state, "service", None)
             if service is None or not service.ready or self.app is None:
                 raise BackendUnavailable("the memory stores are not open yet; retry shortly")
-            who = await run_in_threadpool(service.tenancy.authenticate, request.headers.get("authorization"),
-                                          state.open_ok)
-            state.rate_limiter.take(who.key_id or "open")
+            who = await run_in_threadpool(authenticate, request, service)
         except HippographError as exc:
             await error_response(exc)(scope, receive, send)
             return
         scope.setdefault("state", {})[PRINCIPAL] = who
+        # host names are case-insensitive (RFC 9110 4.2.3); the SDK's allowlist compares exactly
+        scope["headers"] = [(k, v.lower() if k in (b"host", b"origin") else v) for k, v in scope["headers"]]
         await self.app(scope, receive, send)
 
 
@@ -151,8 +152,8 @@ def allowed_hosts(host: str, port: int, extra: list[str]) -> TransportSecuritySe
     names given in HIPPOGRAPH_MCP__ALLOWED_HOSTS (["*"]: any)."""
     if "*" in extra:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]", f"{host}:{port}", host,
-             *extra]
+    hosts = [h.lower() for h in ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]",
+                                 f"{host}:{port}", host, *extra)]
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                      allowed_origins=origins)
@@ -195,8 +196,10 @@ def serve_stdio(data_dir: Any = None, url: str | None = None, api_key: str | Non
     from hippograph.config import Settings
     from hippograph.wiring import build as build_service
 
-    service = build_service(Settings() if data_dir is None else Settings(data_dir=data_dir))
+    settings = Settings() if data_dir is None else Settings(data_dir=data_dir)
+    service = build_service(settings)
     service.open()
+    service.start_sweeping(settings.sessions.sweep_seconds)
     try:
         anyio.run(build(local(service)).run_stdio_async)
     finally:

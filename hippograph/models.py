@@ -67,6 +67,11 @@ class Episode(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     processed: bool | None = Field(None, description="Extracted and indexed (None: not read from a store).")
     extractor: str | None = Field(None, description="What extracted it: spacy, llm:<model>, spacy:fallback.")
+    attempts: int = Field(0, description="Failed attempts at processing it (errors of the message, not of a "
+                                         "backend that was down).")
+    failure: str | None = Field(None, description="Why the last attempt failed.")
+    quarantined_at: datetime | None = Field(
+        None, description="When it was set aside after too many failed attempts: kept, no longer retried.")
 
 
 class NoteKind(StrEnum):

@@ -72,6 +72,9 @@ class MemoryStatusOut(BaseModel):
     user_id: str
     processed: list[str] = Field(description="Extracted and searchable.")
     pending: list[str] = Field(description="Stored (acknowledged), not extracted or searchable yet.")
+    quarantined: list[str] = Field(
+        default_factory=list, description="Stored and kept, but set aside after processing failed too often: not "
+                                          "searchable; an admin sees why at GET /v1/admin/quarantine.")
     unknown: list[str] = Field(description="Not stored for this user (never, or deleted since).")
 
 
@@ -396,6 +399,9 @@ REST_ONLY: dict[tuple[str, str], str] = {
     ("GET", "/v1/keys"): "key administration: `hippograph keys` and the REST API",
     ("DELETE", "/v1/keys/{key_id}"): "key administration: `hippograph keys` and the REST API",
     ("GET", "/v1/usage"): "operators' usage counts, read by monitoring, not by agents",
+    ("GET", "/v1/admin/quarantine"): "operators' view of failed messages: `hippograph doctor` and the REST API",
+    ("POST", "/v1/admin/quarantine/release"): "operators' retry of failed messages: `hippograph doctor --release` "
+                                              "and the REST API",
     ("GET", "/v1/users/{user_id}/profile/history"): "the same as profile with history=true",
     ("GET", "/v1/graph/entities/{entity_id}/neighbors"): "the same as neighbors, the entity's id in the path",
 }

@@ -55,6 +55,7 @@ from hippograph.planner.retrieval import Candidate, Retriever
 from hippograph.planner.summary import ExtractiveSummarizer, Summarizer, cap, line_of
 from hippograph.planner.world import observation_text, tool_log
 from hippograph.storage_guard import StorageGuard
+from hippograph.sweeper import Sweeper
 from hippograph.tenancy import Tenancy
 from hippograph.tokens import TokenCounter
 from hippograph.vectors.base import VectorFilter
@@ -89,13 +90,14 @@ class SearchHit(BaseModel):
 class Hippograph(WriteEntry):
     def __init__(
         self, graph: GraphStore, indexer: Indexer, extractor: Extractor, counter: TokenCounter,
-        context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000,
+        context: ContextSettings, tool_output_chars: int = 500, max_content_chars: int = 100_000, max_word_chars: int = 2048,
         world: WorldSettings | None = None, sessions: SessionSettings | None = None,
         profile: ProfileSettings | None = None, summarizer: Summarizer | None = None,
         fallback_extractor: Extractor | None = None, usage: UsageMeter | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
         guard: StorageGuard | None = None, phrases: Callable[[str], list[str]] | None = None,
         background_workers: int = 2, max_backlog: int = 10_000, concurrent_reads: int = 0, concurrent_writes: int = 0,
+        max_attempts: int = 3,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -104,8 +106,9 @@ class Hippograph(WriteEntry):
         self.context_settings = context
         self.session_settings = sessions or SessionSettings()
         self.max_content_chars = max_content_chars
+        self.max_word_chars = max_word_chars
         self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile,
-                                 fallback=fallback_extractor, resolver=resolver)
+                                 fallback=fallback_extractor, resolver=resolver, max_attempts=max_attempts)
         self.retriever = Retriever(graph, indexer, phrases)
         self.guard = guard or StorageGuard()  # free disk space, checked before every write
         extractive = ExtractiveSummarizer(counter)
@@ -126,30 +129,35 @@ class Hippograph(WriteEntry):
         self._slots = {"read": threading.BoundedSemaphore(concurrent_reads) if concurrent_reads else None,
                        "write": threading.BoundedSemaphore(concurrent_writes) if concurrent_writes else None}
         self._ready = threading.Event()
-        self._repair_due = True  # what a crash left half done, repaired at open or once the disk has room
+        self._repair_due = True  # what a crash left half done: repaired by the first sweep with room on the disk
+        self.sweeper: Sweeper | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
     def open(self) -> None:
-        """Open both stores, load the models, repair what a crash left half done (on a disk too full
-        to write, later: the server starts serving reads and refusing writes)."""
+        """Open both stores and load the models. What a crash left half done (pending extraction,
+        expired sessions, re-indexing) is repaired by the first `retry_pending`, which the sweep runs
+        as soon as it starts: a start never replays a backlog before it is ready."""
         self.guard.before_open()
         self.graph.open()
         self.indexer.store.open()
         self.indexer.embedder.embed(["warm-up"])
         self.extractor.load()
-        if self.guard.allows("the start-up repairs (pending extraction, expired sessions, re-indexing)"):
-            self._repair()
         self.background.start()
         self._ready.set()
 
-    def _repair(self) -> None:
-        self.ingestor.process_pending()
-        self.sessions.expire()
-        self.reindex_missing()
-        self._repair_due = False
+    def start_sweeping(self, every: float) -> Sweeper:
+        """The periodic sweep (`hippograph.sweeper`): expired sessions and compaction, the start-up
+        repairs, and what failed or waited to be extracted; stopped by `close`."""
+        if self.sweeper is None:
+            self.sweeper = Sweeper([self.expire_sessions, self.retry_pending], every)
+            self.sweeper.start()
+        return self.sweeper
 
     def close(self) -> None:
         self._ready.clear()
+        if self.sweeper is not None:
+            self.sweeper.stop()
+            self.sweeper = None
         self.background.stop()  # what it did not get to stays pending: the next start finishes it
         try:
             self.indexer.store.close()
@@ -209,7 +217,8 @@ class Hippograph(WriteEntry):
     # --- writes (storing them: WriteEntry) -----------------------------------------------------
     def memory_status(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Which of these messages or documents (the client's ids or ours) are extracted and searchable
-        (`processed`), stored but not yet (`pending`), or not stored for this user (`unknown`)."""
+        (`processed`), stored but not yet (`pending`), set aside after failing too often
+        (`quarantined`), or not stored for this user (`unknown`)."""
         self._live_user(user_id)
         wanted = list(dict.fromkeys(memory_ids))
         first = {m: self._episode_ids(user_id, m, pieces=1) for m in wanted}  # a message, or a first piece
@@ -217,20 +226,39 @@ class Hippograph(WriteEntry):
         documents = [m for m in wanted if first[m][2] in found]  # a document's other pieces, too
         rest = {m: self._episode_ids(user_id, m)[3:] for m in documents}
         found |= {e.id: e for e in self.graph.get_episodes(user_id, [i for ids in rest.values() for i in ids])}
-        out: dict[str, list[str]] = {"processed": [], "pending": [], "unknown": []}
+        out: dict[str, list[str]] = {"processed": [], "pending": [], "quarantined": [], "unknown": []}
         for m in wanted:
             parts = [found[i] for i in first[m] + rest.get(m, []) if i in found]
-            state = "unknown" if not parts else "processed" if all(e.processed for e in parts) else "pending"
-            out[state].append(m)
+            out[_state(parts) if parts else "unknown"].append(m)
         return out
 
+    def quarantine(self, limit: int = 1000) -> list[Episode]:
+        """The messages and documents (their pieces) set aside after failing too often, of every user."""
+        return self.graph.quarantined_episodes(limit)
+
+    def release(self, user_id: str, memory_ids: Sequence[str]) -> list[str]:
+        """Put these quarantined messages or documents of the user back in line: the sweep tries them
+        again (their attempts counted afresh). Returns the ids released."""
+        self._require_user(user_id)
+        wanted = list(dict.fromkeys(memory_ids))
+        released = set(self.graph.release_episodes(user_id, [i for m in wanted for i in self._episode_ids(user_id, m)]))
+        return [m for m in wanted if released & set(self._episode_ids(user_id, m))]
+
     def retry_pending(self) -> int:
-        """Extract and index what is stored but not yet processed (after an LLM or store failure)."""
-        if not self.guard.allows("extracting pending messages"):
+        """Extract and index what is stored but not yet processed (after a crash, an LLM or store
+        failure), but messages quarantined after failing too often; the first time, also expire the
+        sessions that went idle while no server ran and put back into the index what it lacks."""
+        action = ("the start-up repairs (pending extraction, expired sessions, re-indexing)" if self._repair_due
+                  else "extracting pending messages")
+        if not self.guard.allows(action):
             return 0
-        if self._repair_due:  # the start-up repairs waited for disk space
-            self._repair()
-        return self.ingestor.process_pending(skip=self.background.has)
+        stop = self.sweeper.stopping.is_set if self.sweeper is not None else None
+        done = self.ingestor.process_pending(skip=self.background.has, stop=stop)
+        if self._repair_due and not (stop and stop()):
+            self.sessions.expire()
+            self.reindex_missing()
+            self._repair_due = False
+        return done
 
     def expire_sessions(self, now: datetime | None = None) -> int:
         """Delete every session idle longer than the TTL, then compact the stores if anything was
@@ -293,7 +321,8 @@ class Hippograph(WriteEntry):
             {"id": e.id, "client_id": e.client_id, "session_id": e.session_id, "agent_id": e.agent_id,
              "kind": e.kind.value, "role": e.role.value if e.role else None, "name": e.name, "title": e.title,
              "content": e.content, "timestamp": e.timestamp.isoformat(), "metadata": e.metadata,
-             "status": "processed" if e.processed else "pending", "extractor": e.extractor} for e in found]}
+             "status": _state([e]), "extractor": e.extractor,
+             **({"attempts": e.attempts, "failure": e.failure} if e.failure else {})} for e in found]}
 
     def delete_memory(self, user_id: str, memory_id: str, actor: str = "api") -> list[str]:
         """Delete one message or document (by the client's id or ours) from every store, with the notes
@@ -537,6 +566,13 @@ class Hippograph(WriteEntry):
         return [ContextItem(id=line.source, section="summary", kind="summary", text=line.text, timestamp=line.at,
                             provenance=[line.client_id or line.source], via=[stored.id] if stored else [])
                 for line in lines]
+
+
+def _state(parts: Sequence[Episode]) -> str:
+    """A message's, or a document's (its pieces together), processing state."""
+    if all(e.processed for e in parts):
+        return "processed"
+    return "quarantined" if any(e.quarantined_at is not None for e in parts) else "pending"
 
 
 def _iso(at: datetime) -> str:

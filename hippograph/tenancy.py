@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from hippograph.auth import (
@@ -15,10 +16,12 @@ from hippograph.auth import (
     new_key,
     new_owner,
 )
-from hippograph.errors import ConfigurationError, Forbidden, NotFound, Unauthorized
+from hippograph.errors import ConfigurationError, Conflict, Forbidden, NotFound, Unauthorized
 from hippograph.graph.base import GraphStore
 from hippograph.models import utcnow
 from hippograph.storage_guard import StorageGuard
+
+log = logging.getLogger("hippograph.auth")
 
 #: the owner key of a user nobody has stored anything for: it matches nothing in either store
 NOBODY = "\x00nobody"
@@ -52,9 +55,24 @@ class Tenancy:
     def list_keys(self, tenant: str | None = None) -> list[ApiKey]:
         return self.graph.list_keys(tenant)
 
-    def revoke_key(self, key_id: str, tenant: str | None = None) -> ApiKey:
+    def revoke_key(self, key_id: str, tenant: str | None = None, force: bool = False) -> ApiKey:
         """Revoke now (every replica reads keys from the store, so it takes effect at once). Never refused
-        for a low disk: a revocation is a small update that must not wait for space."""
+        for a low disk: a revocation is a small update that must not wait for space. The last active
+        admin key of a tenant is revoked only with `force`: without it nobody can manage the tenant's
+        keys through the API any more (a data folder or database that has had a key never runs open
+        again: `has_keys`)."""
+        keys = self.graph.list_keys(tenant)
+        key = next((k for k in keys if k.id == key_id), None)
+        if key is None:
+            raise NotFound(f"no API key {key_id!r}")
+        admins = [k for k in keys if k.active and Scope.admin in k.scopes and k.tenant == key.tenant]
+        if [k.id for k in admins] == [key_id]:
+            if not force:
+                raise Conflict(f"{key_id!r} is the last active admin key of tenant {key.tenant!r}: without it nobody "
+                               "can create or revoke the tenant's keys through the API (the server stays closed; only "
+                               "`hippograph keys create` where its data is can make one); to revoke it anyway, say so: "
+                               "`hippograph keys revoke ID --force`, or DELETE /v1/keys/ID?force=true")
+            log.warning("revoking %r, the last active admin key of tenant %r", key_id, key.tenant)
         found = self.graph.revoke_key(key_id, utcnow(), tenant)
         if found is None:
             raise NotFound(f"no API key {key_id!r}")
@@ -62,7 +80,7 @@ class Tenancy:
 
     def authenticate(self, authorization: str | None, open_ok: bool) -> Principal:
         """The principal of a request from its Authorization header. Without one, the server acts open
-        (every scope, the default tenant) only where `open_ok` and no key exists at all."""
+        (every scope, the default tenant) only where `open_ok` and no key was ever made."""
         if authorization is None or not authorization.strip():
             if open_ok and not self.graph.has_keys():
                 return OPEN

@@ -162,7 +162,7 @@ def build(settings: Settings) -> Hippograph:
         counter=get_counter(settings.context.tokenizer),
         context=settings.context,
         tool_output_chars=settings.tool_output_chars,
-        max_content_chars=settings.max_content_chars,
+        max_content_chars=settings.max_content_chars, max_word_chars=settings.max_word_chars,
         world=settings.world,
         sessions=settings.sessions,
         profile=settings.profile,
@@ -174,6 +174,7 @@ def build(settings: Settings) -> Hippograph:
         phrases=phrases,
         background_workers=settings.extraction.background_workers,
         max_backlog=settings.extraction.max_backlog,
+        max_attempts=settings.extraction.max_attempts,
         concurrent_reads=_per_core(settings.concurrent_reads),
         concurrent_writes=_per_core(settings.concurrent_writes),
     )

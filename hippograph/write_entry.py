@@ -12,10 +12,12 @@ from typing import Any, TypeVar, cast
 
 from hippograph.background import Background
 from hippograph.errors import HippographError, InvalidInput
+from hippograph.extraction.tool_output import essentials
 from hippograph.ingest import Ingestor, IngestResult, QueuedWrite
+from hippograph.inputs import check_words
 from hippograph.lifecycle import SessionKeeper
 from hippograph.llm.usage import acting_for
-from hippograph.models import DocumentIn, MessageIn
+from hippograph.models import DocumentIn, MessageIn, Role
 from hippograph.storage_guard import StorageGuard
 
 log = logging.getLogger("hippograph.service")
@@ -41,6 +43,7 @@ class WriteEntry:
     guard: StorageGuard
     max_backlog: int
     max_content_chars: int
+    max_word_chars: int
     _queued_sessions: dict[str, set[str]]  # user -> sessions written to without waiting
     _queued_lock: threading.Lock
 
@@ -91,16 +94,22 @@ class WriteEntry:
             self._summarize(user_id, session_id)
 
     def check_sizes(self, messages: Sequence[MessageIn] = (), documents: Sequence[DocumentIn] = ()) -> None:
-        """A message or document over HIPPOGRAPH_MAX_CONTENT_CHARS is refused before anything is written
-        (the API checks before it registers a new user, too)."""
+        """A message or document over HIPPOGRAPH_MAX_CONTENT_CHARS, or with a word (a run without whitespace)
+        over HIPPOGRAPH_MAX_WORD_CHARS as it would be stored, is refused before anything is written (the API
+        checks before it registers a new user, too)."""
         limit = self.max_content_chars
+        cut = self.ingestor.tool_output_chars
         for field_name, items, attr in (("messages", messages, "content"), ("documents", documents, "text")):
             for i, item in enumerate(items):
-                if len(getattr(item, attr)) > limit:
+                text = getattr(item, attr)
+                if len(text) > limit:
                     raise InvalidInput(
-                        f"{field_name}[{i}].{attr}: {len(getattr(item, attr))} characters is over the limit of "
+                        f"{field_name}[{i}].{attr}: {len(text)} characters is over the limit of "
                         f"{limit} (HIPPOGRAPH_MAX_CONTENT_CHARS); split it into several messages or documents"
                     )
+                if getattr(item, "role", None) == Role.tool and len(text) > cut:
+                    text = essentials(text, cut)  # what is stored of a long tool result
+                check_words(f"{field_name}[{i}].{attr}", text, self.max_word_chars)
 
     def _summarize(self, user_id: str, session_id: str) -> None:
         """Roll the session summary forward; the write is already stored, so a failure here is logged

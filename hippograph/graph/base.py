@@ -71,7 +71,8 @@ class GraphStore(Protocol):
         ...
 
     def has_keys(self) -> bool:
-        """Whether any active key exists."""
+        """Whether a key was ever stored, active or revoked: a store that has had a key never lets a
+        server run open again, whatever is revoked."""
         ...
 
     # --- episodes (tier 1, the raw record) -----------------------------------------------------
@@ -96,6 +97,21 @@ class GraphStore(Protocol):
         """Episodes stored but not yet fully processed (extracted and indexed), oldest first."""
 
     def mark_processed(self, ids: Sequence[str], extractor: str) -> None: ...
+
+    def record_failure(self, ids: Sequence[str], reason: str, at: datetime, quarantine_after: int) -> list[str]:
+        """Count a failed attempt at processing these pending episodes, with why it failed; those that
+        reach `quarantine_after` attempts are quarantined at `at`: kept, no longer pending (nor retried
+        by anyone) until released. Returns the ids quarantined now."""
+        ...
+
+    def quarantined_episodes(self, limit: int = 1000, user_id: str | None = None) -> list[Episode]:
+        """Quarantined episodes (of one user, or of all), oldest first."""
+        ...
+
+    def release_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        """Make these quarantined episodes of the user pending again, their attempts counted afresh;
+        returns the ids released."""
+        ...
 
     def set_indexed(self, ids: Sequence[str], indexed: bool) -> None:
         """Whether an episode belongs in the vector index (small talk does not)."""

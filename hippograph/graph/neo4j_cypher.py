@@ -128,9 +128,26 @@ MATCH (e:Episode {user_id: $user})
 WHERE e.session_id = $session OR ($session IS NULL AND e.session_id IS NULL)
 RETURN coalesce(max(e.seq), -1) + 1 AS n
 """
-PENDING = f"MATCH (e:Episode) WHERE e.processed = false {_EP} ORDER BY e.ord LIMIT $limit"
-PENDING_OF_USER = f"MATCH (e:Episode {{user_id: $user}}) WHERE e.processed = false {_EP} ORDER BY e.ord LIMIT $limit"
-MARK_PROCESSED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.processed = true, e.extractor = $extractor"
+PENDING = f"MATCH (e:Episode) WHERE e.processed = false AND e.quarantined_at IS NULL {_EP} ORDER BY e.ord LIMIT $limit"
+PENDING_OF_USER = (f"MATCH (e:Episode {{user_id: $user}}) WHERE e.processed = false AND e.quarantined_at IS NULL {_EP} "
+                   "ORDER BY e.ord LIMIT $limit")
+MARK_PROCESSED = ("MATCH (e:Episode) WHERE e.id IN $ids SET e.processed = true, e.extractor = $extractor "
+                  "REMOVE e.quarantined_at")
+RECORD_FAILURE = """
+MATCH (e:Episode) WHERE e.id IN $ids AND e.processed = false
+SET e.attempts = coalesce(e.attempts, 0) + 1, e.failure = $reason
+WITH e WHERE e.quarantined_at IS NULL AND e.attempts >= $after
+SET e.quarantined_at = $at
+RETURN e.id AS id
+"""
+QUARANTINED = f"MATCH (e:Episode) WHERE e.quarantined_at IS NOT NULL {_EP} ORDER BY e.ord LIMIT $limit"
+QUARANTINED_OF_USER = (f"MATCH (e:Episode {{user_id: $user}}) WHERE e.quarantined_at IS NOT NULL {_EP} "
+                       "ORDER BY e.ord LIMIT $limit")
+RELEASE_EPISODES = """
+MATCH (e:Episode) WHERE e.id IN $ids AND e.user_id = $user AND e.quarantined_at IS NOT NULL
+SET e.attempts = 0 REMOVE e.quarantined_at
+RETURN e.id AS id
+"""
 SET_INDEXED = "MATCH (e:Episode) WHERE e.id IN $ids SET e.indexed = $indexed"
 DELETE_EPISODES = """
 CALL () { MATCH (r:EpisodeRef) WHERE r.id IN $ids AND r.user_id = $user DELETE r }
@@ -433,7 +450,8 @@ def to_episode(r: dict[str, Any]) -> Episode:
         kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r.get("role") else None, name=r.get("speaker"),
         title=r.get("title"), content=r["content"], client_id=r.get("client_id"), timestamp=_dt(r["ts"]),
         seq=r.get("seq", 0), metadata=json.loads(r.get("metadata") or "{}"), processed=r.get("processed"),
-        extractor=r.get("extractor"),
+        extractor=r.get("extractor"), attempts=r.get("attempts") or 0, failure=r.get("failure"),
+        quarantined_at=_dt(r["quarantined_at"]) if r.get("quarantined_at") else None,
     )
 
 

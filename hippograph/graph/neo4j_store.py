@@ -33,7 +33,7 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 from neo4j.exceptions import ConfigurationError as DriverConfigurationError
 
 from hippograph.auth import DEFAULT_TENANT
-from hippograph.errors import BackendUnavailable, ConfigurationError, InvalidInput
+from hippograph.errors import BackendUnavailable, ConfigurationError, DataRejected, InvalidInput
 from hippograph.graph import lease
 from hippograph.graph import neo4j_cypher as cy
 from hippograph.graph.base import Subgraph
@@ -140,8 +140,10 @@ class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy, Neo4jLease):
             thread.join(timeout=10)
             loop.close()
 
-    def _unavailable(self, exc: BaseException) -> BackendUnavailable:
+    def _unavailable(self, exc: BaseException) -> BackendUnavailable | DataRejected:
         where = f"Neo4j at {self.uri} (database {self.database!r})"
+        if isinstance(exc, Neo4jError) and "too large to index" in str(exc.message or ""):
+            return DataRejected(f"{where} refused a value too large for one of its indexes: {exc.message}")
         if isinstance(exc, AuthError):
             return BackendUnavailable(f"{where} refused the credentials: {exc}")
         if isinstance(exc, ServiceUnavailable | SessionExpired | OSError):
@@ -287,6 +289,22 @@ class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy, Neo4jLease):
         rows = (self._query(cy.PENDING_OF_USER, user=user_id, limit=limit) if user_id
                 else self._query(cy.PENDING, limit=limit))
         return [cy.to_episode(r["e"]) for r in rows]
+
+    def record_failure(self, ids: Sequence[str], reason: str, at: datetime, quarantine_after: int) -> list[str]:
+        if not ids:
+            return []
+        rows = self._update(cy.RECORD_FAILURE, ids=list(ids), reason=reason, at=cy.to_neo(at), after=quarantine_after)
+        return [r["id"] for r in rows]
+
+    def quarantined_episodes(self, limit: int = 1000, user_id: str | None = None) -> list[Episode]:
+        rows = (self._query(cy.QUARANTINED_OF_USER, user=user_id, limit=limit) if user_id
+                else self._query(cy.QUARANTINED, limit=limit))
+        return [cy.to_episode(r["e"]) for r in rows]
+
+    def release_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        if not ids:
+            return []
+        return [r["id"] for r in self._update(cy.RELEASE_EPISODES, user=user_id, ids=list(ids))]
 
     def mark_processed(self, ids: Sequence[str], extractor: str) -> None:
         if ids:

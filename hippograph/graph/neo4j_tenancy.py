@@ -30,7 +30,7 @@ MATCH (k:ApiKey {{id: $id}}) WHERE $tenant IS NULL OR k.tenant = $tenant
 SET k.revoked_at = coalesce(k.revoked_at, $at)
 RETURN {_KEY}
 """
-HAS_KEYS = "RETURN EXISTS { MATCH (k:ApiKey) WHERE k.revoked_at IS NULL } AS ok"
+HAS_KEYS = "RETURN EXISTS { MATCH (k:ApiKey) } AS ok"
 
 
 def key_props(key: ApiKey) -> dict[str, Any]:

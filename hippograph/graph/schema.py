@@ -44,7 +44,10 @@ CREATE TABLE IF NOT EXISTS episodes (
     metadata  TEXT NOT NULL DEFAULT '{}',
     processed INTEGER NOT NULL DEFAULT 0,
     indexed   INTEGER NOT NULL DEFAULT 1,
-    extractor TEXT
+    extractor TEXT,
+    attempts  INTEGER NOT NULL DEFAULT 0,
+    failure   TEXT,
+    quarantined_at TEXT
 );
 CREATE INDEX IF NOT EXISTS episodes_session ON episodes(user_id, session_id, seq);
 CREATE INDEX IF NOT EXISTS episodes_pending ON episodes(processed);
@@ -145,6 +148,9 @@ CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys(tenant);
 ADDED_COLUMNS = (
     ("notes", "confidence", "REAL NOT NULL DEFAULT 0.7"),
     ("audit", "session_id", "TEXT"),
+    ("episodes", "attempts", "INTEGER NOT NULL DEFAULT 0"),
+    ("episodes", "failure", "TEXT"),
+    ("episodes", "quarantined_at", "TEXT"),
 )
 # A store made before sessions were tracked: its sessions start counting from the upgrade.
 BACKFILL_SESSIONS = """
@@ -200,7 +206,8 @@ def episode_of(r: sqlite3.Row) -> Episode:
         kind=EpisodeKind(r["kind"]), role=Role(r["role"]) if r["role"] else None, name=r["name"],
         title=r["title"], content=r["content"], client_id=r["client_id"], timestamp=parse_dt(r["ts"]),
         seq=r["seq"], metadata=json.loads(r["metadata"] or "{}"), processed=bool(r["processed"]),
-        extractor=r["extractor"],
+        extractor=r["extractor"], attempts=r["attempts"], failure=r["failure"],
+        quarantined_at=parse_dt(r["quarantined_at"]),
     )
 
 

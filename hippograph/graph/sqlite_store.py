@@ -225,16 +225,41 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy, SqliteTraversal):
 
     def pending_episodes(self, limit: int = 1000, user_id: str | None = None) -> list[Episode]:
         scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
-        rows = self._rows(f"SELECT * FROM episodes WHERE processed=0 {scope} ORDER BY rowid LIMIT ?",
+        rows = self._rows(f"SELECT * FROM episodes WHERE processed=0 AND quarantined_at IS NULL {scope} "
+                          "ORDER BY rowid LIMIT ?", (*params, limit))
+        return [episode_of(r) for r in rows]
+
+    def record_failure(self, ids: Sequence[str], reason: str, at: datetime, quarantine_after: int) -> list[str]:
+        if not ids:
+            return []
+        with self._tx() as c:
+            m = marks(len(ids))
+            c.execute(f"UPDATE episodes SET attempts=attempts+1, failure=? WHERE processed=0 AND id IN ({m})",
+                      (reason, *ids))
+            return [r["id"] for r in c.execute(
+                f"UPDATE episodes SET quarantined_at=? WHERE processed=0 AND quarantined_at IS NULL AND attempts>=? "
+                f"AND id IN ({m}) RETURNING id", (iso(at), quarantine_after, *ids))]
+
+    def quarantined_episodes(self, limit: int = 1000, user_id: str | None = None) -> list[Episode]:
+        scope, params = ("AND user_id=?", (user_id,)) if user_id else ("", ())
+        rows = self._rows(f"SELECT * FROM episodes WHERE quarantined_at IS NOT NULL {scope} ORDER BY rowid LIMIT ?",
                           (*params, limit))
         return [episode_of(r) for r in rows]
+
+    def release_episodes(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        if not ids:
+            return []
+        with self._tx() as c:
+            return [r["id"] for r in c.execute(
+                f"UPDATE episodes SET quarantined_at=NULL, attempts=0 WHERE user_id=? AND quarantined_at IS NOT NULL "
+                f"AND id IN ({marks(len(ids))}) RETURNING id", (user_id, *ids))]
 
     def mark_processed(self, ids: Sequence[str], extractor: str) -> None:
         if not ids:
             return
         with self._tx() as c:
             c.execute(
-                f"UPDATE episodes SET processed=1, extractor=? WHERE id IN ({marks(len(ids))})",
+                f"UPDATE episodes SET processed=1, extractor=?, quarantined_at=NULL WHERE id IN ({marks(len(ids))})",
                 (extractor, *ids),
             )
 

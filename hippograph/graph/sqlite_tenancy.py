@@ -62,4 +62,4 @@ class SqliteTenancy:
         return key_of(rows[0]) if rows else None
 
     def has_keys(self) -> bool:
-        return bool(self._rows("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1", ()))
+        return bool(self._rows("SELECT 1 FROM api_keys LIMIT 1", ()))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, nullcontext, suppress
+from contextlib import asynccontextmanager, nullcontext
 from http import HTTPStatus
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from hippograph.server import openapi
 from hippograph.server.deps import auth_mode, is_loopback
 from hippograph.server.limits import BodySizeLimit
 from hippograph.server.ratelimit import RateLimiter
-from hippograph.server.routers import graph, handoffs, health, keys, memories, usage, users
+from hippograph.server.routers import admin, graph, handoffs, health, keys, memories, usage, users
 from hippograph.service import Hippograph
 
 log = logging.getLogger("hippograph.server")
@@ -101,14 +100,11 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
             await run_in_threadpool(svc.open)
         await run_in_threadpool(_bootstrap, settings, svc)
         app.state.service = svc
-        sweeper = asyncio.create_task(_sweep(svc, settings.sessions.sweep_seconds))
+        svc.start_sweeping(settings.sessions.sweep_seconds)  # stopped by close()
         try:
             async with mcp.start() if mcp is not None else nullcontext():
                 yield
         finally:
-            sweeper.cancel()
-            with suppress(asyncio.CancelledError):
-                await sweeper
             app.state.service = None
             await run_in_threadpool(svc.close)
 
@@ -125,6 +121,7 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
     # exists, or when auth is disabled on purpose
     app.state.open_ok = settings.auth.disabled or is_loopback(settings.host)
     app.state.rate_limiter = RateLimiter(settings.auth.rate_limit_per_minute, settings.auth.rate_limit_burst)
+    app.state.failed_auth = RateLimiter(settings.auth.failed_per_minute)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
 
     @app.exception_handler(HippographError)
@@ -157,7 +154,7 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
     mcp = mcp_server.mount(app, settings.host, settings.port, settings.mcp.allowed_hosts) \
         if settings.mcp.enabled else None
     for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router,
-                   keys.router):
+                   keys.router, admin.router):
         app.include_router(router)
     openapi.install(app)
     _install_docs(app)
@@ -198,18 +195,6 @@ def _install_docs(app: FastAPI) -> None:
             openapi_url=at(request, "/openapi.json"), title=f"{app.title} - ReDoc",
             redoc_js_url=at(request, "/docs-assets/redoc.standalone.js"),
             redoc_favicon_url=at(request, "/docs-assets/favicon.png"), with_google_fonts=False))
-
-
-async def _sweep(service: Hippograph, every: float) -> None:
-    """Now and then: delete expired sessions (so an idle session goes even if its user never returns),
-    and extract what a failed LLM call left pending."""
-    while True:
-        await asyncio.sleep(every)
-        for job in (service.expire_sessions, service.retry_pending):
-            try:
-                await run_in_threadpool(job)
-            except HippographError as exc:  # a store or model down: the next sweep tries again
-                log.warning("%s failed: %s", job.__name__, exc)
 
 
 def _json_message(exc: RequestValidationError) -> str:

@@ -11,7 +11,7 @@ from fastapi.security import HTTPBearer
 
 from hippograph.auth import Principal, Scope
 from hippograph.config import Settings
-from hippograph.errors import BackendUnavailable
+from hippograph.errors import BackendUnavailable, Unauthorized
 from hippograph.server.ratelimit import RateLimiter
 from hippograph.service import Hippograph
 
@@ -48,13 +48,29 @@ def auth_mode(settings: Settings, service: Hippograph) -> str:
     return "open" if is_loopback(settings.host) else "keys"
 
 
+FAILED = "requests with a missing, unknown or revoked API key from this address"
+
+
+def authenticate(request: Request, service: Hippograph) -> Principal:
+    """Who the request acts as, within the limits: failed attempts per client address (an address past
+    them gets 429 for everything until its minute refills), then requests per key."""
+    state = request.app.state
+    address = request.client.host if request.client else "-"
+    failed: RateLimiter = state.failed_auth
+    failed.check(address, FAILED)
+    try:
+        found = service.tenancy.authenticate(request.headers.get("authorization"), open_ok=state.open_ok)
+    except Unauthorized:
+        failed.spend(address)
+        raise
+    limiter: RateLimiter = state.rate_limiter
+    limiter.take(found.key_id or "open")
+    return found
+
+
 def _acting(scope: Scope) -> Callable[..., Principal]:
     def principal(request: Request, service: Service, _: object = Depends(_bearer)) -> Principal:
-        state = request.app.state
-        found = service.tenancy.authenticate(request.headers.get("authorization"), open_ok=state.open_ok)
-        limiter: RateLimiter = state.rate_limiter
-        limiter.take(found.key_id or "open")
-        return service.tenancy.require(found, scope)
+        return service.tenancy.require(authenticate(request, service), scope)
     return principal
 
 

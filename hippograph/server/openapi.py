@@ -69,7 +69,9 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("GET", "/v1/usage"): (*COMMON_V1, 422),
     ("POST", "/v1/keys"): (*COMMON_V1, *WRITES, *BODY),
     ("GET", "/v1/keys"): COMMON_V1,
-    ("DELETE", "/v1/keys/{key_id}"): (*COMMON_V1, 404, 422),
+    ("DELETE", "/v1/keys/{key_id}"): (*COMMON_V1, 404, 409, 422),
+    ("GET", "/v1/admin/quarantine"): (*COMMON_V1, 422),
+    ("POST", "/v1/admin/quarantine/release"): (*COMMON_V1, *BODY, 404),  # a small update, like a revocation
 }
 # answers whose body is not ErrorBody
 OTHER_BODIES: dict[tuple[str, str, int], type[BaseModel]] = {("GET", "/readyz", 503): Readiness}
@@ -125,9 +127,13 @@ def install(app: FastAPI) -> None:
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """The methods the document lists for the concrete `path` (for the Allow header of a 405)."""
+    """The methods the document lists for the concrete `path` (for the Allow header of a 405): those of
+    the path's own template, the one with the fewest parameters among those it matches (the methods of
+    `/v1/users/{user_id}/profile/history`, not those of `/v1/users/{user_id}/profile/{item_id}`)."""
     if not hasattr(app.state, "openapi_paths"):
-        app.state.openapi_paths = [(compile_path(template)[0], sorted(m.upper() for m in item))
+        app.state.openapi_paths = [(compile_path(template)[0], template.count("{"), sorted(m.upper() for m in item))
                                    for template, item in app.openapi().get("paths", {}).items()]
-    paths: list[tuple[re.Pattern[str], list[str]]] = app.state.openapi_paths
-    return sorted({m for regex, methods in paths if regex.match(path) for m in methods})
+    paths: list[tuple[re.Pattern[str], int, list[str]]] = app.state.openapi_paths
+    found = [(params, methods) for regex, params, methods in paths if regex.match(path)]
+    fewest = min((params for params, _ in found), default=0)
+    return sorted({m for params, methods in found if params == fewest for m in methods})

@@ -1,4 +1,5 @@
-"""Per-key request limits: a token bucket for each API key, in this process (off by default)."""
+"""Request limits, a token bucket per key in this process: requests per API key (off by default), and
+requests with a missing, unknown or revoked key per client address (on by default)."""
 
 from __future__ import annotations
 
@@ -22,18 +23,39 @@ class RateLimiter:
     def enabled(self) -> bool:
         return self.rate > 0
 
-    def take(self, key: str) -> None:
+    def take(self, key: str, what: str = "requests for this API key") -> None:
+        """Spend one request of `key`'s; RateLimited when none is left."""
+        self._spend(key, what, check_only=False)
+
+    def check(self, key: str, what: str) -> None:
+        """RateLimited while `key` has nothing left, without spending (see `spend`)."""
+        self._spend(key, what, check_only=True)
+
+    def spend(self, key: str) -> None:
+        """Spend one of `key`'s whatever is left (what `check` then refuses)."""
+        if self.enabled:
+            with self._lock:
+                tokens, now = self._refilled(key)
+                self._store(key, max(0.0, tokens - 1.0), now)
+
+    def _spend(self, key: str, what: str, check_only: bool) -> None:
         if not self.enabled:
             return
-        now = time.monotonic()
         with self._lock:
-            tokens, at = self._buckets.get(key, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - at) * self.rate)
+            tokens, now = self._refilled(key)
             if tokens < 1.0:
-                self._buckets[key] = (tokens, now)
+                self._store(key, tokens, now)
                 wait = (1.0 - tokens) / self.rate
-                raise RateLimited(f"too many requests for this API key: the limit is {self.rate * 60:g} a minute "
-                                  f"(bursts of {self.capacity:g}); retry in {wait:.1f} s", retry_after=wait)
-            self._buckets[key] = (tokens - 1.0, now)
-            if len(self._buckets) > 100_000:  # keys long idle are full again: forget them
-                self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 3600}
+                raise RateLimited(f"too many {what}: the limit is {self.rate * 60:g} a minute (bursts of "
+                                  f"{self.capacity:g}); retry in {wait:.1f} s", retry_after=wait)
+            self._store(key, tokens if check_only else tokens - 1.0, now)
+
+    def _refilled(self, key: str) -> tuple[float, float]:
+        now = time.monotonic()
+        tokens, at = self._buckets.get(key, (self.capacity, now))
+        return min(self.capacity, tokens + (now - at) * self.rate), now
+
+    def _store(self, key: str, tokens: float, now: float) -> None:
+        self._buckets[key] = (tokens, now)
+        if len(self._buckets) > 100_000:  # keys long idle are full again: forget them
+            self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 3600}

@@ -45,7 +45,7 @@ def test_an_unwaited_write_is_answered_as_stored_and_pending_then_becomes_search
     # nothing of it was extracted when the answer was made: all of it is listed as not searchable yet
     assert body["pending"] == ids and body["notes"] == [] and body["extractor"] is None
     done = settled(client, "quick", ids)
-    assert done == {"user_id": "quick", "processed": ids, "pending": [], "unknown": []}
+    assert done == {"user_id": "quick", "processed": ids, "pending": [], "quarantined": [], "unknown": []}
     for i in (0, 217, 399):
         assert client.get(f"/v1/users/quick/memories/m{i}").json()["parts"][0]["status"] == "processed"
         hits = client.post("/v1/search", json={"user_id": "quick", "query": code_word(i), "limit": 5}).json()

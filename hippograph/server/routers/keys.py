@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
 from hippograph.auth import TENANT_PATTERN, ApiKey, Principal, Scope
@@ -60,6 +60,10 @@ def list_keys(service: Service, who: Admin) -> dict:
 
 
 @router.delete("/{key_id}", response_model=KeyOut)
-def revoke_key(service: Service, who: Admin, key_id: str = Path(min_length=1, max_length=64)) -> KeyOut:
-    """Revoke a key of the tenant now; requests with it are refused from this moment on, on every replica."""
-    return key_out(service.tenancy.revoke_key(key_id, None if who.open else who.tenant))
+def revoke_key(service: Service, who: Admin, key_id: str = Path(min_length=1, max_length=64),
+               force: bool = Query(False, description="Revoke the tenant's last active admin key too.")) -> KeyOut:
+    """Revoke a key of the tenant now; requests with it are refused from this moment on, on every replica.
+    The tenant's last active admin key is refused (409) unless `force=true`: without it, the tenant's keys
+    can only be managed with `hippograph keys` where the server's data is. Revoking every key never
+    opens the server: once a key existed, requests without one are refused."""
+    return key_out(service.tenancy.revoke_key(key_id, None if who.open else who.tenant, force=force))
