@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from hippograph.errors import BackendUnavailable, ExtractionStalled, InsufficientStorage
+from hippograph.errors import BackendUnavailable, ExtractionStalled, HippographError, InsufficientStorage
 from hippograph.graph.base import GraphStore
 from hippograph.models import Episode, utcnow
 
@@ -54,6 +54,6 @@ class Failures:
                     "but not searchable, an admin sees it at GET /v1/admin/quarantine")
         log.warning("processing message %r of user %r (tenant %r) failed, attempt %d of %d: %s",
                     name, user, tenant, attempt, self.max_attempts, reason,
-                    exc_info=exc if not isinstance(exc, ExtractionStalled) else None)
+                    exc_info=None if isinstance(exc, HippographError) else exc)  # a bug: where it is
         return (f"{name}: processing failed ({reason}); it is stored and tried again later (attempt {attempt} of "
                 f"{self.max_attempts})")

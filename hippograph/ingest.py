@@ -279,10 +279,13 @@ class Ingestor:
             todo = self._claim(self.graph.pending_episodes(BACKLOG + len(episodes), user_id=user_id)
                                if result.stored or result.duplicates else [])
         try:
-            done = self._process_all(todo, result)
+            self._process_all(todo, result)
         finally:
             self._release(todo)
-        self._report_pending(user_id, [e for e in episodes if e.id not in done], result)
+        # what another thread had, and all of it after a failure (which always warns), as stored now
+        mine = {e.id for e in todo}
+        self._report_pending(user_id, episodes if result.warnings else [e for e in episodes if e.id not in mine],
+                             result)
         return result
 
     def _persist(
@@ -308,16 +311,12 @@ class Ingestor:
             duplicates=list(dict.fromkeys(e.client_id or e.id for e in episodes if e.id not in added_ids)),
         )
 
-    def _process_all(self, todo: list[Episode], result: IngestResult) -> set[str]:
-        """Process claimed episodes PROCESS_BATCH at a time; stops when the extractor fails (the rest
-        waits for the sweep too). Returns the ids processed."""
-        done: set[str] = set()
+    def _process_all(self, todo: list[Episode], result: IngestResult) -> None:
+        """Process claimed episodes PROCESS_BATCH at a time; stops when the extractor's backend is down
+        (the rest waits for the sweep too)."""
         for start in range(0, len(todo), PROCESS_BATCH):
-            batch = todo[start:start + PROCESS_BATCH]
-            if not self._process(batch, result):
+            if not self._process(todo[start:start + PROCESS_BATCH], result):
                 break
-            done.update(e.id for e in batch)
-        return done
 
     def _report_pending(self, user_id: str, unsure: list[Episode], result: IngestResult) -> None:
         """Add to `result.pending` every episode of the write that is still not processed: the
@@ -385,10 +384,9 @@ class Ingestor:
                 for ep in batch:
                     by_user[ep.user_id].append(ep)
                 for user_id, eps in by_user.items():
-                    result = IngestResult()
                     with self.user_write(user_id), acting_for(user_id):
-                        self._process(eps, result)
-                    done += len(eps) - len(result.pending)
+                        self._process(eps, IngestResult())
+                    done += sum(1 for e in self.graph.get_episodes(user_id, [e.id for e in eps]) if e.processed)
             finally:
                 self._release(batch)
         return done
@@ -436,10 +434,8 @@ class Ingestor:
         """Processing these episodes failed, not for a backend: each is processed again alone, so that
         the one that fails it (if one does) cannot hold back the others, and a failure of one alone
         counts towards its quarantine (`hippograph.failures`)."""
-        if len(episodes) == 1:
-            warning = self.failures.count(episodes[0], exc)
-            result.pending.append(episodes[0].client_id or episodes[0].id)
-            result.warnings.append(warning)
+        if len(episodes) == 1:  # still pending (or quarantined): the write's answer says so from the store
+            result.warnings.append(self.failures.count(episodes[0], exc))
             return
         log.warning("processing %d episodes of user %r failed (%s): each is processed alone", len(episodes),
                     episodes[0].user_id, reason_of(exc))

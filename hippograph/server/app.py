@@ -33,6 +33,7 @@ from hippograph.errors import (
     RateLimited,
     Unauthorized,
 )
+from hippograph.inputs import METADATA_MAX_DEPTH
 from hippograph.server import openapi
 from hippograph.server.deps import auth_mode, is_loopback
 from hippograph.server.limits import BodySizeLimit
@@ -142,6 +143,9 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # every method the path has, not only those of the first route matched
             headers["Allow"] = ", ".join(openapi.allowed_methods(app, request.url.path)) or headers.get("Allow", "")
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):  # FastAPI's json.loads
+            return JSONResponse({"error": "InvalidJSON", "detail": "the request body is nested too deep to read as JSON "
+                                 f"(metadata may nest {METADATA_MAX_DEPTH} levels at most)"}, status_code=400)
         return JSONResponse({"error": _http_name(exc.status_code), "detail": _http_detail(request, headers, exc)},
                             status_code=exc.status_code, headers=headers)
 

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hippograph.config import Settings, WorldSettings
-from hippograph.inputs import ID_MAX_LENGTH, plus_seconds
+from hippograph.inputs import ID_MAX_LENGTH, METADATA_MAX_CHARS, METADATA_MAX_DEPTH, plus_seconds
 from hippograph.server.app import create_app
 
 
@@ -95,6 +95,21 @@ def test_a_timestamp_without_a_zone_is_utc(client: TestClient) -> None:
     assert client.get("/v1/users/tim/memories/naive").json()["parts"][0]["timestamp"] == "2024-05-01T09:30:00+00:00"
 
 
+@pytest.mark.parametrize("stamp", ["2024-05-01T09:30:00+20:00", "2024-05-01T09:30:00-18:30", "2024-05-01T09:30:00+23:59"])
+def test_utc_offsets_beyond_18_hours_get_422(client: TestClient, stamp: str) -> None:
+    """Python takes offsets up to 24 hours, Neo4j (java.time) and ISO 8601 only 18: such a timestamp
+    would be acknowledged here and fail in the store."""
+    detail = assert_error_body(client.post("/v1/memories", json=say("far", timestamp=stamp)), 422, "InvalidInput")["detail"]
+    assert "18 hours" in detail and "messages.0.timestamp" in detail
+    assert client.get("/v1/users/far/profile").status_code == 404
+
+
+def test_an_offset_of_18_hours_is_stored(client: TestClient) -> None:
+    resp = client.post("/v1/memories", json=say("edge", id="e18", timestamp="2024-05-01T09:30:00+18:00"))
+    assert resp.status_code == 200, resp.text
+    assert client.get("/v1/users/edge/memories/e18").json()["parts"][0]["timestamp"] == "2024-05-01T09:30:00+18:00"
+
+
 # --- metadata ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("body", "field", "where"), [
@@ -113,6 +128,78 @@ def test_metadata_that_json_cannot_carry_gets_422_naming_the_field(
     detail = assert_error_body(raw(client, "/v1/memories", body), 422, "InvalidInput")["detail"]
     assert detail.startswith(f"{field}:") and where in detail
     assert client.get("/v1/users/meta/profile").status_code == 404  # nothing of it was stored
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(("depth", "status", "needle"), [
+    (METADATA_MAX_DEPTH, 422, "nested deeper than 16 levels"),  # the object itself is the first level
+    (500, 422, "nested deeper than 16 levels"),  # pickling it for extraction overflowed Python's stack
+    (50_000, 400, "nested too deep to read"),  # beyond what the JSON parser reads
+])
+def test_deeply_nested_metadata_is_refused_before_anything_is_stored(
+    client: TestClient, depth: int, status: int, needle: str,
+) -> None:
+    body = f'{{"user_id": "deep", "messages": [{{"id": "n", "role": "user", "content": "hi"}}], "metadata": {{"a": {nested(depth)}}}}}'
+    resp = raw(client, "/v1/memories", body.encode())
+    assert_error_body(resp, status, "InvalidInput" if status == 422 else "InvalidJSON")
+    assert needle in resp.json()["detail"]
+    assert client.get("/v1/users/deep/profile").status_code == 404  # nothing of it was stored
+    assert client.post("/v1/memories", json=say("deep2", metadata={"a": {"b": [1, 2]}})).status_code == 200
+
+
+def test_metadata_as_deep_and_large_as_allowed_is_stored_and_read_back(client: TestClient) -> None:
+    deep: object = "end"
+    for _ in range(METADATA_MAX_DEPTH - 1):
+        deep = [deep]
+    meta = {"a": deep, "pad": "x" * (METADATA_MAX_CHARS - 200)}
+    assert client.post("/v1/memories", json=say("roomy", id="r", metadata=meta)).status_code == 200
+    assert client.get("/v1/users/roomy/memories/r").json()["parts"][0]["metadata"] == meta
+    meta["pad"] += "x" * 400
+    detail = assert_error_body(client.post("/v1/memories", json=say("roomy", id="r2", metadata=meta)), 422,
+                               "InvalidInput")["detail"]
+    assert "characters as JSON is over the limit" in detail and str(METADATA_MAX_CHARS) in detail
+
+
+# --- words -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("what", "body"), [
+    ("messages[0].content", say("longword", "see " + "x" * 90_000 + " there")),
+    ("messages[0].content", say("longword", "é" * 2049)),
+    ("documents[0].text", {"user_id": "longword", "documents": [{"id": "d", "text": "A " + "b" * 5000}]}),
+])
+def test_a_word_over_the_limit_is_refused_with_what_to_do(client: TestClient, what: str, body: dict) -> None:
+    detail = assert_error_body(client.post("/v1/memories", json=body), 422, "InvalidInput")["detail"]
+    assert detail.startswith(what) and "HIPPOGRAPH_MAX_WORD_CHARS" in detail and "over the limit of 2048" in detail
+    assert client.get("/v1/users/longword/profile").status_code == 404
+
+
+def test_words_up_to_the_limit_and_long_tool_output_are_stored(client: TestClient) -> None:
+    url = "https://example.com/a?sig=" + "k" * 2000  # a signed URL of 2,026 characters
+    assert client.post("/v1/memories", json=say("wordy", f"The report is at {url} now.")).status_code == 200
+    # a tool result is cut to its essentials before it is stored, so what it held before does not count
+    resp = client.post("/v1/memories", json={"user_id": "wordy", "messages": [
+        {"role": "tool", "name": "fetch", "content": "blob: " + "Q" * 50_000}]})
+    assert resp.status_code == 200, resp.text
+
+
+def test_a_message_and_a_document_cannot_share_an_id(client: TestClient) -> None:
+    assert client.post("/v1/memories", json=say("kinds", id="shared")).status_code == 200
+    doc = {"user_id": "kinds", "documents": [{"id": "shared", "text": "Minutes of the meeting."}]}
+    assert "already given to a message" in assert_error_body(client.post("/v1/memories", json=doc), 409,
+                                                             "Conflict")["detail"]
+    assert client.post("/v1/memories", json={"user_id": "kinds", "documents": [{"id": "d7", "text": "Notes."}]}
+                       ).status_code == 200
+    assert "already given to a document" in assert_error_body(client.post("/v1/memories", json=say("kinds", id="d7")),
+                                                              409, "Conflict")["detail"]
+    both = {"user_id": "kinds", "messages": [{"id": "x1", "role": "user", "content": "hi"}],
+            "documents": [{"id": "x1", "text": "Notes."}]}
+    assert "each needs an id of its own" in assert_error_body(client.post("/v1/memories", json=both), 422,
+                                                               "InvalidInput")["detail"]
+    parts = client.get("/v1/users/kinds/memories/shared").json()["parts"]
+    assert [p["kind"] for p in parts] == ["message"]
 
 
 # --- ids -------------------------------------------------------------------------------------------
@@ -182,6 +269,11 @@ def test_unknown_routes_and_methods_answer_the_error_body(client: TestClient) ->
     resp = client.put("/v1/users/ann/memories/m1")
     assert_error_body(resp, 405, "MethodNotAllowed")
     assert resp.headers["allow"] == "DELETE, GET"
+    # a path a literal route and a route with a parameter both match: the literal one's methods
+    resp = client.options("/v1/users/ann/profile/history")
+    assert_error_body(resp, 405, "MethodNotAllowed")
+    assert resp.headers["allow"] == "GET"
+    assert client.options("/v1/users/ann/profile/note_1").headers["allow"] == "DELETE, PATCH"
 
 
 @pytest.mark.parametrize("body", [b"{not json", b'{"user_id": "u",', b"\xff\xfe", b"[1, 2"])
