@@ -119,8 +119,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
     )
     app.state.settings = settings
     # requests without a key are served (as the default tenant) only on a loopback bind while no key
-    # exists, or when auth is disabled on purpose
-    app.state.open_ok = settings.auth.disabled or is_loopback(settings.host)
+    # was ever made, or when auth is disabled on purpose (`Tenancy.authenticate`)
+    app.state.open_ok = is_loopback(settings.host)
     app.state.rate_limiter = RateLimiter(settings.auth.rate_limit_per_minute, settings.auth.rate_limit_burst)
     app.state.failed_auth = RateLimiter(settings.auth.failed_per_minute)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)

@@ -223,3 +223,46 @@ def test_rate_limits_per_key(tmp_path) -> None:
         assert 1 <= int(limited.headers["retry-after"]) <= 2  # one request every 2 s at 30 a minute
         time.sleep(2.1)
         assert client.get("/v1/keys", headers=bearer(secret)).status_code == 200
+
+
+def test_unknown_keys_are_limited_per_address(tmp_path) -> None:
+    """Guessing keys costs a store lookup each: past the limit an address gets 429 for everything, with
+    Retry-After, until its minute refills (a valid key sent from there waits too, or guessing would tell
+    a valid key by its answer)."""
+    secret = "g" * 40
+    settings = Settings(data_dir=tmp_path / "d", auth=AuthSettings(bootstrap_key=secret, failed_per_minute=6))
+    with TestClient(create_app(settings)) as client:
+        codes = [client.get("/v1/keys", headers=bearer(f"hg_{i:016x}_{'x' * 40}")).status_code for i in range(7)]
+        assert codes == [401] * 6 + [429]
+        limited = client.get("/v1/keys", headers=bearer(secret))
+        assert limited.status_code == 429 and "missing, unknown or revoked API key" in limited.json()["detail"]
+        assert 1 <= int(limited.headers["retry-after"]) <= 10  # one attempt back every 10 s at 6 a minute
+        assert client.get("/v1/keys").status_code == 429  # no key at all counts as a failed attempt too
+        time.sleep(10.1)
+        assert client.get("/v1/keys", headers=bearer(secret)).status_code == 200
+
+
+def test_valid_keys_are_never_counted_as_failures(tmp_path) -> None:
+    secret = "v" * 40
+    settings = Settings(data_dir=tmp_path / "d", auth=AuthSettings(bootstrap_key=secret, failed_per_minute=2))
+    with TestClient(create_app(settings)) as client:
+        assert {client.get("/v1/keys", headers=bearer(secret)).status_code for _ in range(20)} == {200}
+
+
+def test_the_last_admin_key_is_revoked_only_on_purpose_and_the_server_stays_closed(tmp_path) -> None:
+    data = tmp_path / "d"
+    admin = create_key(data, "acme", "read,write,admin")
+    reader = create_key(data, "acme", "read")
+    refused = cli("keys", "revoke", admin["id"], data_dir=data)
+    assert refused.returncode == 2 and "last active admin key of tenant 'acme'" in refused.stderr
+    assert "--force" in refused.stderr
+    assert cli("keys", "revoke", reader["id"], data_dir=data).returncode == 0  # not an admin key: no question
+    forced = cli("keys", "revoke", admin["id"], "--force", data_dir=data)
+    assert forced.returncode == 0, forced.stderr
+    with TestClient(create_app(Settings(data_dir=data))) as client:  # every key revoked, on loopback
+        assert client.get("/readyz").json()["auth"] == "keys"
+        assert client.post("/v1/keys", json={"scopes": ["admin"], "tenant": "acme"}).status_code == 401
+        assert client.get("/v1/keys", headers=bearer(admin["key"])).status_code == 401
+    with TestClient(create_app(Settings(data_dir=data, auth=AuthSettings(disabled=True)))) as client:
+        assert client.get("/readyz").json()["auth"] == "disabled"  # the operator's explicit act
+        assert client.get("/v1/keys").status_code == 200

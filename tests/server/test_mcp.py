@@ -113,6 +113,9 @@ def test_host_allowlist(keyed: ServerProcess) -> None:
     headers = {"Authorization": f"Bearer {KEY}", "Accept": "application/json, text/event-stream"}
     ok = httpx.post(f"{keyed.url}/mcp", json=init, headers={**headers, "Host": "memory.example.com"})
     assert ok.status_code == 200, ok.text
+    for shouted in ("MEMORY.example.COM", "LOCALHOST", f"LocalHost:{keyed.port}"):  # names are case-insensitive
+        same = httpx.post(f"{keyed.url}/mcp", json=init, headers={**headers, "Host": shouted})
+        assert same.status_code == 200, (shouted, same.text)
     evil = httpx.post(f"{keyed.url}/mcp", json=init, headers={**headers, "Host": "evil.example.net"})
     assert evil.status_code in (400, 403, 421), evil.text
 
