@@ -20,9 +20,9 @@ from datetime import datetime
 from hippograph.audit import audit_event
 from hippograph.graph.base import GraphStore
 from hippograph.graph.forget import Forgotten, forget_episodes, forget_note
-from hippograph.ingest import note_record, relation_record
 from hippograph.lifecycle import drop_summary_lines
 from hippograph.models import AuditEvent, Note, utcnow
+from hippograph.records import note_record, relation_record
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.forgetting")

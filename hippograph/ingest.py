@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import defaultdict
@@ -23,7 +22,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from hippograph.audit import audit_event
 from hippograph.config import ProfileSettings, WorldSettings
-from hippograph.dates import dates_said
 from hippograph.errors import Conflict, HippographError, InvalidInput
 from hippograph.extraction.base import SINGLE_VALUED_PREDICATES, USER, Extraction, Extractor
 from hippograph.extraction.tool_output import essentials
@@ -36,9 +34,7 @@ from hippograph.models import (
     Entity,
     Episode,
     EpisodeKind,
-    MemoryKind,
     MessageIn,
-    Note,
     Relation,
     Role,
     VectorRecord,
@@ -47,11 +43,19 @@ from hippograph.models import (
     utcnow,
 )
 from hippograph.note_writer import NoteChange, NoteWriter
+from hippograph.records import (
+    chunk_text,
+    episode_record,
+    episode_text,
+    lemma_words,
+    normalise_arguments,
+    note_record,
+    relation_record,
+)
 from hippograph.vectors.indexer import Indexer
 
 log = logging.getLogger("hippograph.ingest")
 
-DOCUMENT_CHUNK_CHARS = 1200
 NAME_MAX_CHARS = 200  # of an entity's name or a note's slot, index keys of the graph store (`bounded`)
 PROCESS_BATCH = 1000  # episodes extracted and stored in one step (the store lock is let go in between)
 BACKLOG = 1000  # earlier unfinished episodes of the user a write also finishes; the sweep does the rest
@@ -83,30 +87,6 @@ class IngestResult(BaseModel):
                                           "extractor failed, or another request is processing them): the "
                                           "server's sweep finishes them.")
     warnings: list[str] = Field(default_factory=list)
-
-
-def episode_text(ep: Episode) -> str:
-    """What gets embedded and shown: the speaker (or title) with the content."""
-    if ep.kind == EpisodeKind.document:
-        return f"{ep.title}: {ep.content}" if ep.title else ep.content
-    speaker = ep.name or (ep.role.value if ep.role else "")
-    return f"{speaker}: {ep.content}" if speaker else ep.content
-
-
-def chunk_text(text: str, limit: int = DOCUMENT_CHUNK_CHARS) -> list[str]:
-    """Split a document at paragraph or sentence ends into pieces of at most ~limit characters."""
-    if len(text) <= limit:
-        return [text]
-    pieces, current = [], ""
-    for para in text.replace("\r", "").split("\n"):
-        for sent in para.replace(". ", ".\n").split("\n"):
-            if current and len(current) + len(sent) + 1 > limit:
-                pieces.append(current.strip())
-                current = ""
-            current += sent + " "
-    if current.strip():
-        pieces.append(current.strip())
-    return [p[i:i + limit] for p in pieces for i in range(0, len(p), limit)]
 
 
 class Ingestor:
@@ -585,62 +565,3 @@ def only_from(ex: Extraction, episode_ids: set[str]) -> Extraction:
         "lemmas": {ep: pairs for ep, pairs in ex.lemmas.items() if ep in episode_ids}})
 
 
-def normalise_arguments(args: Any) -> str:
-    """Tool arguments as canonical JSON (keys sorted, strings trimmed and case-folded), so the same call
-    written differently is recognised as the same call."""
-    def canon(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {str(k).strip().casefold(): canon(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [canon(v) for v in value]
-        return " ".join(value.split()).casefold() if isinstance(value, str) else value
-    if args is None:
-        return "{}"
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return json.dumps(canon(args))
-    return json.dumps(canon(args), sort_keys=True, separators=(",", ":"), default=str)
-
-
-def lemma_words(indexer: Indexer, episodes: Sequence[Episode],
-                known: dict[str, list[tuple[str, str]]] | None = None) -> dict[str, str]:
-    """Each episode's lemma words for the lexical index (`hippograph.vectors.lemmas`), from the (word,
-    lemma) pairs the extractor already found, or tagged now for the episodes it did not tag; empty when
-    lemmas are not indexed."""
-    if indexer.lemmas is None or not episodes:
-        return {}
-    known = known or {}
-    untagged = [e for e in episodes if e.id not in known]
-    pairs = dict(known) | dict(zip((e.id for e in untagged), indexer.lemmas.pairs_of([e.content for e in untagged]),
-                                   strict=True))
-    return {e.id: indexer.lemmas.words(pairs[e.id]) for e in episodes}
-
-
-def episode_record(e: Episode, lemmas: str = "") -> VectorRecord:
-    """A message is also searched by the dates its relative ones mean ("yesterday" said on 8 May 2023:
-    7 May 2023), and an episode by its `lemmas` (`lemma_words`); by words only: the embedding is of what
-    was said."""
-    dates = dates_said(e.content, e.timestamp) if e.kind == EpisodeKind.message else ""
-    return VectorRecord(id=e.id, user_id=e.user_id, kind=MemoryKind.episode, text=episode_text(e),
-                        session_id=e.session_id, timestamp=e.timestamp, source_ids=[e.client_id or e.id],
-                        extra=episode_extra(e), lexical_extra=" ".join(w for w in (dates, lemmas) if w))
-
-
-def episode_extra(e: Episode) -> dict[str, str]:
-    """The filterable fields of a message or document: its role, and who said it (lower-cased)."""
-    extra = {"role": e.role.value if e.role else e.kind.value}
-    if e.name and e.kind == EpisodeKind.message:
-        extra["speaker"] = e.name.lower()
-    return extra
-
-
-def note_record(n: Note) -> VectorRecord:
-    return VectorRecord(id=n.id, user_id=n.user_id, kind=MemoryKind.note, text=n.text, timestamp=n.valid_at,
-                        source_ids=n.source_episode_ids, extra={"note_kind": n.kind.value})
-
-
-def relation_record(r: Relation) -> VectorRecord:
-    return VectorRecord(id=r.id, user_id=r.user_id, kind=MemoryKind.relation, text=r.fact, timestamp=r.valid_at,
-                        source_ids=r.source_episode_ids, extra={"predicate": r.predicate})

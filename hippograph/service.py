@@ -23,15 +23,7 @@ from hippograph.errors import Conflict, NotFound
 from hippograph.extraction.base import Extraction, Extractor
 from hippograph.forgetting import Compactor, Forgetting
 from hippograph.graph.base import GraphStore, Subgraph
-from hippograph.ingest import (
-    DOCUMENT_CHUNK_CHARS,
-    Ingestor,
-    episode_record,
-    episode_text,
-    lemma_words,
-    note_record,
-    relation_record,
-)
+from hippograph.ingest import Ingestor
 from hippograph.lifecycle import SessionKeeper, covered_through, stored_summary, summary_lines
 from hippograph.llm.usage import UsageMeter
 from hippograph.models import (
@@ -54,6 +46,14 @@ from hippograph.planner.plans import PLANS, Plan, choose_plan
 from hippograph.planner.retrieval import Candidate, Retriever
 from hippograph.planner.summary import ExtractiveSummarizer, Summarizer, cap, line_of
 from hippograph.planner.world import observation_text, tool_log
+from hippograph.records import (
+    DOCUMENT_CHUNK_CHARS,
+    episode_record,
+    episode_text,
+    lemma_words,
+    note_record,
+    relation_record,
+)
 from hippograph.storage_guard import StorageGuard
 from hippograph.sweeper import Sweeper
 from hippograph.tenancy import Tenancy

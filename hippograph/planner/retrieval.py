@@ -20,10 +20,10 @@ from hippograph.dates import spans_in
 from hippograph.graph.base import GraphStore
 from hippograph.graph.names import NameVectors, Synonyms
 from hippograph.graph.schema import normalise
-from hippograph.ingest import episode_text
 from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, VectorHit
 from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
+from hippograph.records import episode_text
 from hippograph.vectors.base import SparseVec, VectorFilter, embed_query
 from hippograph.vectors.indexer import Indexer
 from hippograph.vectors.payload import RRF_K

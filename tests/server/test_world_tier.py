@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 
 from hippograph.bench.common import bench_service
 from hippograph.config import Settings, WorldSettings
-from hippograph.ingest import normalise_arguments
 from hippograph.models import MessageIn, Role
+from hippograph.records import normalise_arguments
 
 
 def iso(dt: datetime) -> str:
