@@ -11,6 +11,9 @@ from fastapi.testclient import TestClient
 from neo4j import Driver
 
 from hippograph.config import GraphSettings, Settings
+from hippograph.errors import BackendUnavailable, DataRejected
+from hippograph.graph.neo4j_store import Neo4jGraphStore
+from hippograph.models import Entity
 from hippograph.server.app import create_app
 from tests.conftest import ROOT
 
@@ -96,3 +99,24 @@ def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
         assert left == 0 and rels == 0
         assert client.app.state.service.indexer.store.count(user) == 0
         assert client.get(f"/v1/users/{name}/profile").status_code == 404
+
+
+def test_a_value_too_large_for_an_index_is_refused_as_such_not_as_an_outage(driver: Driver) -> None:
+    """Neo4j answers a 100,000-character entity name with a DatabaseError: it is the data, so it must be
+    a 422 and count towards the message's quarantine, not a 503 that is retried forever."""
+    store = Neo4jGraphStore(URI)
+    store.open()
+    user = f"huge-{uuid.uuid4().hex[:8]}"
+    try:
+        store.ensure_user(user)
+        try:
+            store.resolve_entities(user, [Entity(id="", user_id=user, name="a" * 100_000)])
+        except DataRejected as exc:
+            assert not isinstance(exc, BackendUnavailable) and "too large" in str(exc)
+        else:
+            raise AssertionError("Neo4j took a 100,000-character index key")
+        kept = store.resolve_entities(user, [Entity(id="", user_id=user, name="Acme Corp")])
+        assert kept[0].name == "Acme Corp"  # the store goes on
+    finally:
+        store.delete_user(user)
+        store.close()
