@@ -15,17 +15,35 @@ characters 2 MB, about four times its text. A full request (HIPPOGRAPH_MAX_REQUE
 needs some 20 MB; the 64 MiB default leaves room for a few of them at once. Optimising the vector index
 (`hippograph optimize`) rewrites the segments and needs about their size on top (`check(need=...)`).
 
+The reserve is checked when a request starts, but more writes to the memory-mapped store follow
+that no request starts: a write acknowledged with "wait": false is extracted and indexed afterwards by
+the background threads, the sweep expires sessions and compacts, session summaries roll forward, the
+start-up repairs re-index. On a disk that was filled meanwhile (by the server down to the reserve, or
+by another process to the last byte) one such upsert killed the server with SIGBUS. So the Qdrant
+Edge store itself asks `room` right before each change of its files, under its lock (its changes are
+one at a time): a quarter of the reserve (`floor`) plus what the change can take must be free, else it
+raises the same InsufficientStorage, and the work that wanted it stays pending for the sweep, which
+retries once the reserve is free again. A change takes a few pages of each file it touches (measured
+on tmpfs: 4 to 8 KiB per one-point upsert, 0.3 MiB at most for 64 points, also where a new 32 MiB
+vector chunk or WAL segment begins, as those are created sparse), so the floor (16 MiB by default)
+covers it with room to spare, and also what SQLite writes meanwhile, which fails cleanly anyway.
+One statvfs: microseconds, nothing cached, so a freed disk is seen at once.
+
 What still fails (another process filled the disk between the check and the write) arrives as
 SQLITE_FULL from SQLite or ENOSPC from the OS; `disk_full` turns it into the same error. The stores
-roll such a write back, so nothing acknowledged is lost.
+roll such a write back, so nothing acknowledged is lost. Only a store into a memory-mapped page has no
+error to return: another process taking the floor whole within the milliseconds between `room` and the
+change is the one way left to kill the server with a full disk.
 
 Opening writes too: a new store is created only with the reserve free. On a memory-backed filesystem
 (tmpfs) loading a shard populates its cached files (vector chunks, payload index pages), which
 allocates every hole in them at once (measured: 52 MB for a store of 50 points, 18 MB more after an
-optimize, nothing on a load after that); a disk (ext4) allocates nothing there. `before_open` counts
-those holes and on tmpfs refuses to open when they do not fit rather than letting the load die. A
-restart on a nearly full disk otherwise opens: the start-up repairs (which write) wait for space, and
-reads are served meanwhile.
+optimize, nothing on a load after that); a disk (ext4) allocates nothing there. Replaying the WAL of
+a store not flushed before its process died writes the points' payloads and lexical vectors besides
+(2 MiB for 5,000 points). `before_open` counts those holes, adds the floor for the replay, and on
+tmpfs refuses to open when they do not fit rather than letting the load die. A restart on a nearly
+full disk otherwise opens: the start-up repairs (which write) wait for space, and reads are served
+meanwhile.
 """
 
 from __future__ import annotations
@@ -83,6 +101,22 @@ def _sizes(folder: Path, skip: Sequence[str] = ()) -> tuple[int, int]:
             used += st.st_blocks * 512
             unused += max(0, st.st_size - st.st_blocks * 512)
     return used, unused
+
+
+def allocated_bytes(folder: Path, names: Sequence[str]) -> int:
+    """What the files under the folders named `names` (at any depth under `folder`) hold on disk."""
+    total = 0
+    for root, dirs, _ in os.walk(folder):
+        for name in [d for d in dirs if d in names]:
+            total += _sizes(Path(root) / name)[0]
+        dirs[:] = [d for d in dirs if d not in names]
+    return total
+
+
+def unallocated_bytes(folder: Path) -> int:
+    """The holes of the files under the vector store `folder` that loading it fills on a memory-backed
+    disk (all but NOT_POPULATED's)."""
+    return _sizes(folder, NOT_POPULATED)[1]
 
 
 def memory_backed(path: Path) -> bool:
@@ -161,6 +195,28 @@ class StorageGuard:
         if changed:
             (log.warning if short else log.info)("%s", message)
 
+    @property
+    def floor(self) -> int:
+        """Free space the memory-mapped store keeps for its own changes: a quarter of the reserve.
+        Writes already accepted, and the background work that finishes acknowledged writes, may use
+        the reserve down to here; below it nothing touches the mapped files."""
+        return self.min_free_bytes // 4
+
+    def room(self, action: str, need: int = 0) -> None:
+        """Raise InsufficientStorage unless the memory-mapped store's disk keeps `floor` free after a
+        change of `need` bytes: the last check before a store into its files (see the module doc)."""
+        if self.mapped is None or not self.min_free_bytes:
+            return
+        free = free_bytes(self.mapped)
+        if free >= self.floor + need:
+            return
+        wanted = f"the {mib(self.floor)} the vector index keeps for its own files (a quarter of {SETTING})"
+        if need:
+            wanted += f" plus the {mib(need)} this needs"
+        why = f"the disk holding {self.mapped} has {mib(free)} free, less than {wanted}"
+        raise InsufficientStorage(f"{action} refused: {why}; nothing was written to the vector index, and what "
+                                  f"waits for it stays pending until space returns; {ADVICE}")
+
     def check(self, action: str, need: int = 0) -> None:
         """Raise InsufficientStorage (HTTP 507) when the disk cannot take a write now."""
         if (why := self.shortage(need)) is not None:
@@ -182,8 +238,8 @@ class StorageGuard:
             raise InsufficientStorage(f"creating the stores refused: {why}; free space there and start again")
         if self.mapped is None or not self.mapped.exists() or not memory_backed(self.mapped):
             return
-        need, free = _sizes(self.mapped, NOT_POPULATED)[1], free_bytes(self.mapped)
-        if free < need + 2**20:
+        need, free = unallocated_bytes(self.mapped), free_bytes(self.mapped)
+        if free < need + max(self.floor, 2**20):  # the floor: what replaying the WAL writes besides
             raise InsufficientStorage(
                 f"opening the vector store {self.mapped} refused: on this memory-backed filesystem loading it "
                 f"takes up to {mib(need)} (the unwritten parts of its files), and {mib(free)} is free; "

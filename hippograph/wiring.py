@@ -62,14 +62,16 @@ def build_embedder(settings: Settings, usage: UsageMeter | None = None) -> Embed
             return OpenAIEmbedder(cfg, usage or UsageMeter())
 
 
-def build_vectors(settings: Settings, dim: int, embedder: str | None = None) -> VectorStore:
-    """The vector store for vectors of `dim` made by the embedder named `embedder` (checked at open)."""
+def build_vectors(settings: Settings, dim: int, embedder: str | None = None,
+                  guard: StorageGuard | None = None) -> VectorStore:
+    """The vector store for vectors of `dim` made by the embedder named `embedder` (checked at open).
+    Qdrant Edge asks `guard` for room before each change of its memory-mapped files."""
     cfg = settings.vectors
     match cfg.backend:
         case "edge":
             from hippograph.vectors.edge_store import EdgeVectorStore
 
-            return EdgeVectorStore(settings.data_dir / "vectors", dim, embedder=embedder)
+            return EdgeVectorStore(settings.data_dir / "vectors", dim, embedder=embedder, guard=guard)
         case "qdrant":
             from hippograph.vectors.qdrant_store import QdrantVectorStore
 
@@ -136,7 +138,8 @@ def build(settings: Settings) -> Hippograph:
     embedder = build_embedder(settings, usage)
     sparse = SparseEncoder()
     lemmas = Lemmas(sparse, settings.extraction.spacy_model) if settings.vectors.lemmas else None
-    indexer = Indexer(build_vectors(settings, embedder.dim, embedder.name), embedder, sparse, lemmas)
+    guard = build_guard(settings)  # one for the service's checks and the mapped store's own
+    indexer = Indexer(build_vectors(settings, embedder.dim, embedder.name, guard), embedder, sparse, lemmas)
     extractor = build_extractor(settings, llm)
     # an LLM extractor falls back to spaCy when the endpoint fails; with no fallback, extraction is retried later
     fallback = None
@@ -170,7 +173,7 @@ def build(settings: Settings) -> Hippograph:
         fallback_extractor=fallback,
         usage=usage,
         resolver=resolver,
-        guard=build_guard(settings),
+        guard=guard,
         phrases=phrases,
         background_workers=settings.extraction.background_workers,
         max_backlog=settings.extraction.max_backlog,
