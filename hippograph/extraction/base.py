@@ -56,6 +56,9 @@ class Extraction(BaseModel):
     # episode id -> (word, lemma) of its words whose lemma is another word, for the lexical index (see
     # `hippograph.vectors.lemmas`); an episode missing here is tagged there when lemmas are indexed
     lemmas: dict[str, list[tuple[str, str]]] = Field(default_factory=dict)
+    # episode id -> why its extraction stopped short (its time budget was spent, it is longer than the
+    # extractor reads): the rest of it gave no notes, relations or entities; it is stored and searchable
+    incomplete: dict[str, str] = Field(default_factory=dict)
     extractor: str = ""
 
 

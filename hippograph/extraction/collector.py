@@ -16,6 +16,7 @@ class Collector:
         self.mentions: dict[str, dict[str, None]] = {}
         self.small_talk: list[str] = []
         self.lemmas: dict[str, list[tuple[str, str]]] = {}
+        self.incomplete: dict[str, str] = {}
 
     def entity(self, name: str, type_: str, episode_id: str, strong: bool = False) -> None:
         """Record an entity; a specific type beats Thing/Concept, a `strong` one beats NER's guess."""
@@ -41,4 +42,4 @@ class Collector:
         mentions = {episode: list(names) for episode, names in self.mentions.items()}
         return Extraction(entities=list(self.entities.values()), relations=list(self.relations.values()),
                           notes=list(self.notes.values()), mentions=mentions, small_talk=self.small_talk,
-                          lemmas=self.lemmas, extractor=extractor)  # fmt: skip
+                          lemmas=self.lemmas, incomplete=self.incomplete, extractor=extractor)  # fmt: skip

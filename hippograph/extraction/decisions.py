@@ -11,6 +11,7 @@ value it replaces ("instead of Jira", "scrap the improvement plan") replaces it 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hippograph.extraction.revisions import in_third_person
@@ -18,7 +19,7 @@ from hippograph.extraction.rules import Draft, is_first_person, is_question, slu
 from hippograph.models import NoteKind
 
 if TYPE_CHECKING:
-    from spacy.tokens import Doc, Span
+    from spacy.tokens import Span
 
 # When a plan starts: "from April", "starting next month", "from 2025".
 _WHEN = (r"(?:next \w+|this \w+|\d{4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|mon\w*|tue\w*|"
@@ -51,11 +52,11 @@ def _clause(sent: Span) -> str:
     return _LEAD.sub("", text.strip(" .!-—–")).strip()
 
 
-def stated_decision(doc: Doc) -> Draft | None:
-    """The decision a user message announces, or None."""
-    sents = [s for s in doc.sents if not is_question(s)]
+def stated_decision(said: Sequence[Span]) -> Draft | None:
+    """The decision a user message announces (`said`: its sentences, or as many as were read), or None."""
+    sents = [s for s in said if not is_question(s)]
     if any(t.lemma_.lower() in _CLAUSE_DECIDES and any(c.dep_ == "nsubj" and is_first_person(c) for c in t.children)
-           and any(c.dep_ in ("xcomp", "ccomp", "dobj", "prep") for c in t.children) for t in doc):
+           and any(c.dep_ in ("xcomp", "ccomp", "dobj", "prep") for c in t.children) for s in said for t in s):
         return None  # "we decided to move the backlog to Jira": the clause's own decision note
     if (it_is := next((m for s in sents if (m := _IT_IS.search(s.text.strip()))), None)) is not None:
         what = re.sub(r"^(?:so|then|ok|okay)\s+", "", it_is["what"].strip(), flags=re.IGNORECASE)

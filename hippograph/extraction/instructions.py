@@ -12,14 +12,15 @@ topics is slotted by what it is about ("preference:do:comment"). A retraction is
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from hippograph.extraction.rules import Draft, lemma, render, slug, word_set
+from hippograph.extraction.rules import Draft, lemma, per_doc, render, slug, word_set
 from hippograph.models import NoteKind
 from hippograph.note_changes import RETRACT
 
 if TYPE_CHECKING:
-    from spacy.tokens import Span, Token
+    from spacy.tokens import Doc, Span, Token
 
 # Topics with one current value; the first whose words occur in the instruction wins.
 TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
@@ -110,19 +111,25 @@ _IS_OVER = re.compile(rf"\b(?:the|that|my|our)\s+(?P<topic>[\w' -]+?)\s+{_RULE_N
                       re.IGNORECASE)
 
 
-def _retracted_topic(sent: Span) -> str | None:
+def about(message: str) -> str | None:
+    """What a message opens by naming ("About the LaTeX format: ..."), which a "forget that" may retract."""
+    return m["topic"] if (m := _ABOUT.search(message)) is not None else None
+
+
+def _retracted_topic(sent: Span, about: str | None) -> str | None:
     for pattern in (_RETRACTION, _THE_RULE, _STOP_WITH, _IS_OVER):
         if (m := pattern.search(sent.text)) is not None:
             return next(g for g in m.groups() if g)
     if (m := _NO_LONGER.search(sent.text)) is not None:
         return m["topic"]
-    if _FORGET_THAT.search(sent.text) and (about := _ABOUT.search(sent.doc.text)) is not None:
-        return about["topic"]
+    if _FORGET_THAT.search(sent.text) and about is not None:
+        return about
     return None
 
 
-def retraction(sent: Span) -> Draft | None:
-    found = _retracted_topic(sent)
+def retraction(sent: Span, about: str | None) -> Draft | None:
+    """A retraction the sentence states; `about`: what the message opens by naming (see `about`)."""
+    found = _retracted_topic(sent, about)
     if found is None:
         return None
     topic = re.sub(r"^(the|my|our|a|an)\s+", "", found.strip(), flags=re.IGNORECASE)
@@ -143,10 +150,22 @@ def _words(tokens: list[Token]) -> set[str]:
     return {t.lower_ for t in tokens} | {t.lemma_.lower() for t in tokens}
 
 
-def _antecedent(pron: Token, sent: Span) -> Token | None:
+def _antecedent(pron: Token) -> Token | None:
     """'Tables are hard to read, so please avoid them': 'them' is the subject noun before it."""
-    nouns = [t for t in sent if t.i < pron.i and t.dep_ in ("nsubj", "nsubjpass") and t.pos_ in ("NOUN", "PROPN")]
-    return nouns[-1] if nouns else None
+    at = per_doc(pron.doc, "subject_nouns", _subject_nouns)[pron.i]
+    return pron.doc[at] if at is not None else None
+
+
+def _subject_nouns(doc: Doc) -> list[int | None]:
+    """Per token: the last subject noun before it in its sentence."""
+    out: list[int | None] = []
+    last = None
+    for tok in doc:
+        last = None if tok.is_sent_start else last
+        out.append(last)
+        if tok.dep_ in ("nsubj", "nsubjpass") and tok.pos_ in ("NOUN", "PROPN"):
+            last = tok.i
+    return out
 
 
 def _render_instruction(tokens: list[Token], sent: Span, verb: Token) -> str:
@@ -161,7 +180,7 @@ def _render_instruction(tokens: list[Token], sent: Span, verb: Token) -> str:
         if t.dep_ in ("punct", "intj") and t is tokens[0]:
             continue
         if t.pos_ == "PRON" and t.lower_ in ("them", "it", "those", "these") and t.dep_ == "dobj":
-            ante = _antecedent(t, sent)
+            ante = _antecedent(t)
             if ante is not None:
                 lead = ante.text.lower()
         kept.append(t)
@@ -205,12 +224,18 @@ def _clause_initial(verb: Token) -> bool:
         return False
     if any(c.dep_ == "mark" for c in verb.children):
         return False
-    start = verb.sent.start
-    for tok in verb.doc[start:verb.i]:
-        if tok.text in (";", ":"):
-            start = tok.i + 1
-    lead = verb.doc[start:verb.i]
-    return all(t.lower_ in _LEAD_IN or t.is_punct for t in lead)
+    return per_doc(verb.doc, "led_in", _led_in)[verb.i]
+
+
+def _led_in(doc: Doc) -> list[bool]:
+    """Per token: whether only lead-in words and punctuation come before it in its sentence, or since the
+    last ';' or ':' of it."""
+    out, ok = [], True
+    for tok in doc:
+        ok = ok or bool(tok.is_sent_start)
+        out.append(ok)
+        ok = tok.text in (";", ":") or (ok and (tok.lower_ in _LEAD_IN or tok.is_punct))
+    return out
 
 
 def _request(verb: Token) -> bool:
@@ -286,7 +311,7 @@ def _slot(topic: str | None, verb: Token, tokens: list[Token]) -> str:
     if topic is not None:
         return f"preference:{topic}"
     objects = [t for t in tokens if t.dep_ in ("dobj", "pobj") and t.pos_ in ("NOUN", "PROPN")]
-    objects += [a for t in tokens if t.dep_ == "dobj" and t.pos_ == "PRON" for a in [_antecedent(t, t.sent)] if a]
+    objects += [a for t in tokens if t.dep_ == "dobj" and t.pos_ == "PRON" for a in [_antecedent(t)] if a]
     return f"preference:do:{objects[0].lemma_.lower() if objects else lemma(verb)}"
 
 
@@ -298,7 +323,7 @@ def _wish_for_everything(tok: Token, low: str) -> Draft | None:
         return None
     if lemma(tok) == "want" and subj.lower_ == "i":
         obj = next((c for c in tok.children if c.dep_ == "dobj"), None)
-        words = _words([t for t in tok.subtree if t.i > tok.i])
+        words = _words([t for t in tok.subtree if t.i > tok.i]) if obj is not None else set()
         lasting = any(m in low for m in _MARKERS)
         if obj is not None and (lasting or (obj.lower_ in _EVERYTHING and topic_of(words) is not None)):
             what = render([t for t in tok.subtree if t.i > tok.i and t.dep_ != "punct"], conjugate=False)
@@ -306,8 +331,7 @@ def _wish_for_everything(tok: Token, low: str) -> Draft | None:
             return (NoteKind.preference, f"Wants {_swap(lower_first(what))}",
                     f"preference:{topic}" if topic else f"preference:do:{obj.lower_}")
     modal = any(c.dep_ == "aux" and c.lower_ in ("should", "must") for c in tok.children)
-    yours = any(t.lower_ in ("you", "u") for t in subj.subtree)
-    if modal and subj.lower_ in ("anything", "everything", "all") and yours:
+    if modal and subj.lower_ in ("anything", "everything", "all") and any(t.lower_ in ("you", "u") for t in subj.subtree):
         rest = render([t for t in tok.subtree if t.i >= tok.i and t.dep_ not in ("punct", "aux")], conjugate=False)
         words = _words(list(tok.subtree))
         about = render(list(subj.subtree), conjugate=False)
@@ -324,12 +348,12 @@ def stated_preferences(sent: Span, claimed: set[int]) -> list[tuple[Draft, Token
     for tok in sent:
         if tok.i in claimed:
             continue
-        sub = list(tok.subtree)
-        words = _words(sub)
-        if tok.dep_ == "ROOT" and tok.pos_ in ("NOUN", "PROPN", "ADJ") and tok.lower_ not in _TASK_VERBS and (
+        phrase_root = tok.dep_ == "ROOT" and tok.pos_ in ("NOUN", "PROPN", "ADJ") and tok.lower_ not in _TASK_VERBS
+        sub = list(tok.subtree) if phrase_root else []  # once a sentence: no walk of every token's subtree
+        if phrase_root and (
                 any(t.lower_ in ("please", "pls", "plz", "always") for t in sub) or
                 (tok.i == sent.start or sent[0].lower_ in _POLITE) and any(t.lower_ == "no" for t in sub)):
-            topic = topic_of(words)
+            topic = topic_of(_words(sub))
             if topic is None:
                 continue
             phrase = render([t for t in sub if t.lower_ not in _POLITE and t.dep_ != "punct"], conjugate=False)
@@ -391,6 +415,10 @@ def fragment_preferences(sent: Span, covered: set[int]) -> list[Draft]:
     `covered`: character offsets (in the sentence) of what the parse already made notes of."""
     out: list[Draft] = []
     start = 0
+    # once a sentence, not once a fragment: whether it states something, where its tokens start
+    states = any(t.tag_ in ("VBZ", "VBP", "VBD", "MD") for t in sent)
+    starts = [t.idx - sent.start_char for t in sent]
+    standing = not states and _STANDING.search(sent.text) is not None  # "AP style, always."
     for piece in [*_FRAGMENTS.finditer(sent.text), None]:
         end = piece.start() if piece is not None else len(sent.text)
         raw, begin, start = sent.text[start:end], start, piece.end() if piece is not None else end
@@ -401,7 +429,8 @@ def fragment_preferences(sent: Span, covered: set[int]) -> list[Draft]:
             what = _swap(rather["what"]).strip(" .!")
             out.append((NoteKind.preference, f"Would rather the assistant {what}", f"preference:rather:{slug(what)[:40]}"))
             continue
-        if frag and topic is None and not covered and _standing_order(sent, begin, end):
+        if frag and topic is None and not covered and not states and \
+                _standing_order(sent[bisect_left(starts, begin) : bisect_left(starts, end)], raw, standing):
             body = _swap(re.sub(r"\s*\b(?:please|pls|plz)\b", "", frag, flags=re.IGNORECASE)).strip(" ,.!")
             first = next((t for t in sent if t.idx - sent.start_char >= begin and not t.is_punct), None)
             body = body if first is not None and first.pos_ == "PROPN" else lower_first(body)  # "Harvard ..."
@@ -434,17 +463,17 @@ _STANDING = re.compile(r"\b(?:only|max|maximum|at most|always|never|from now on|
 _ORDER_SLOT = "preference:order:"
 
 
-def _standing_order(sent: Span, begin: int, end: int) -> bool:
-    if any(t.tag_ in ("VBZ", "VBP", "VBD", "MD") for t in sent):
-        return False  # a sentence that states something: its clauses say what it means
-    tokens = [t for t in sent if begin <= t.idx - sent.start_char < end]
+def _standing_order(tokens: Span, raw: str, standing: bool) -> bool:
+    """Whether a fragment (`tokens`, its text `raw`) of a sentence that states nothing (no finite verb:
+    such a sentence's clauses say what it means) is a verbless order; `standing`: the sentence says
+    'always', 'only' or the like somewhere."""
     words = [t for t in tokens if not t.is_punct]
     if not 1 <= len(words) <= 8 or any(t.pos_ in ("VERB", "AUX", "PRON") and t.tag_ != "VBG" or t.lower_ == "since"
                                        for t in words):
         return False
     if not any(t.pos_ in ("NOUN", "PROPN") for t in words):
         return False
-    return bool(_STANDING.search(sent.text[begin:end].strip()) or _STANDING.search(sent.text))  # "AP style, always."
+    return standing or _STANDING.search(raw.strip()) is not None
 
 
 def fold_orders(drafts: list[Draft]) -> list[Draft]:

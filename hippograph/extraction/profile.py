@@ -50,9 +50,13 @@ def _own_clause(verb: Token) -> bool:
 
 
 def _name(tok: Token) -> str:
-    ent = next((e for e in tok.doc.ents if e.start <= tok.i < e.end), None)
-    if ent is not None:
-        return ent.text
+    if tok.ent_iob_ in ("B", "I"):  # the entity it is in (read from its neighbours, not from all of doc.ents)
+        doc, start, end = tok.doc, tok.i, tok.i + 1
+        while doc[start].ent_iob_ == "I" and start > 0:
+            start -= 1
+        while end < len(doc) and doc[end].ent_iob_ == "I":
+            end += 1
+        return doc[start:end].text
     words = [t for t in tok.subtree if t.dep_ in ("compound", "nmod", "flat") or t == tok]
     return " ".join(t.text for t in words if t.pos_ == "PROPN" or t == tok)
 
@@ -108,7 +112,7 @@ def manager_notes(sent: Span) -> list[tuple[Draft, Token]]:
         tok = next(t for t in sent if t.idx >= start)
         return [((NoteKind.fact, f"Manager is {named['name']}", "fact:manager"), tok)]
     for verb in sent:
-        if is_irrealis(verb) or is_negated(verb):
+        if lemma(verb) not in ("be", "report") or is_irrealis(verb) or is_negated(verb):
             continue
         if lemma(verb) == "be":
             subj = next((c for c in verb.children if c.dep_ == "nsubj"), None)

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from hippograph.extraction.base import USER
 from hippograph.models import Episode, EpisodeKind, NoteKind, Role
 
 if TYPE_CHECKING:
-    from spacy.tokens import Span, Token
+    from spacy.tokens import Doc, Span, Token
 
+T = TypeVar("T")
 Parts = tuple[tuple[str, str], ...]  # (predicate word, slot-key word): (("LIVES", "live"), ("IN", "in"))
 
 
@@ -222,40 +223,75 @@ def is_question(sent: Span) -> bool:
 
 def is_hypothetical(verb: Token) -> bool:
     """Modal or conditional: 'I might move', 'if I move', 'I'd like to'. 'will' and 'can' state things."""
-    modal = any(c.dep_ == "aux" and c.lower_ in _HYPOTHETICAL_AUX for c in verb.children)
+    children = list(verb.children)
+    modal = any(c.dep_ == "aux" and c.lower_ in _HYPOTHETICAL_AUX for c in children)
     conditional = any(c.dep_ == "advcl" and any(m.dep_ == "mark" and m.lower_ in ("if", "unless") for m in c.children)
-                      for c in verb.children)  # "if I get the visa I'll need help": the main clause too
+                      for c in children)  # "if I get the visa I'll need help": the main clause too
     someday = any(c.lower_ in ("maybe", "perhaps", "someday", "hopefully") or
-                  (c.lower_ == "day" and any(g.lower_ in ("one", "some") for g in c.children)) for c in verb.children)
+                  (c.lower_ == "day" and any(g.lower_ in ("one", "some") for g in c.children)) for c in children)
     return modal or conditional or someday or any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether")
-                                                  for c in verb.children)
+                                                  for c in children)
+
+
+def per_doc(doc: Doc, name: str, build: Callable[[Doc], T]) -> T:
+    """What `build` finds in a doc, kept with the doc (in its `user_data`): a rule that asks it of every
+    token of a sentence then takes one pass over the doc, not one pass per token."""
+    key = f"hippograph.{name}"
+    if key not in doc.user_data:
+        doc.user_data[key] = build(doc)
+    found: T = doc.user_data[key]
+    return found
+
+
+def _known(tok: Token, name: str) -> dict[int, bool]:
+    """What a walk up the tree found for the tokens it passed: a chain of coordinated verbs is walked
+    once, not once per verb in it."""
+    return per_doc(tok.doc, name, lambda _: {})
 
 
 def is_irrealis(verb: Token) -> bool:
     """Hypothetical clauses, and clauses under one or under a wish: 'I hope you find a flat'."""
+    known, passed = _known(verb, "irrealis"), []
     tok = verb
-    while not is_hypothetical(tok):
+    while (found := known.get(tok.i)) is None:
+        passed.append(tok.i)
+        if is_hypothetical(tok):
+            found = True
+            break
         own_subject = any(c.dep_ in ("nsubj", "nsubjpass", "aux") for c in tok.children)
         if tok.dep_ not in ("ccomp", "xcomp", "conj") or (tok.dep_ == "conj" and own_subject):
-            return False
+            found = False
+            break
         if tok.dep_ == "ccomp" and own_subject and tok.i < tok.head.i:
-            return False  # "I live in Oslo, can you recommend a dentist?": said first, not what is asked
+            found = False  # "I live in Oslo, can you recommend a dentist?": said first, not what is asked
+            break
         lets = lemma(tok.head) == "let" and any(c.dep_ == "nsubj" and c.lemma_ == "us" for c in tok.children)
         if tok.dep_ != "conj" and lemma(tok.head) in _NON_ASSERTIVE and not lets:
-            return True
+            found = True
+            break
         tok = tok.head
-    return True
+    known.update(dict.fromkeys(passed, found))
+    return found
 
 
 def is_negated(verb: Token) -> bool:
     """'don't', 'never', 'no longer'; a coordinated verb without its own subject shares its head's."""
-    for child in verb.children:
-        if child.dep_ == "neg" or child.lower_ == "never":
-            return True
-        if child.dep_ == "advmod" and any(g.dep_ == "neg" for g in child.children):
-            return True
-    shares = verb.dep_ == "conj" and not any(c.dep_ in ("nsubj", "nsubjpass", "aux") for c in verb.children)
-    return shares and verb.head.pos_ in ("VERB", "AUX") and is_negated(verb.head)
+    known, passed = _known(verb, "negated"), []
+    tok = verb
+    while (found := known.get(tok.i)) is None:
+        passed.append(tok.i)
+        children = list(tok.children)
+        if any(c.dep_ == "neg" or c.lower_ == "never" or (c.dep_ == "advmod" and any(g.dep_ == "neg" for g in c.children))
+               for c in children):
+            found = True
+            break
+        shares = tok.dep_ == "conj" and not any(c.dep_ in ("nsubj", "nsubjpass", "aux") for c in children)
+        if not (shares and tok.head.pos_ in ("VERB", "AUX")):
+            found = False
+            break
+        tok = tok.head
+    known.update(dict.fromkeys(passed, found))
+    return found
 
 
 def is_past(verb: Token) -> bool:

