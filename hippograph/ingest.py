@@ -431,6 +431,8 @@ class Ingestor:
 
     def _finish(self, episodes: list[Episode], ex: Extraction, ahead: Future | None, result: IngestResult) -> None:
         ex = bounded(ex)
+        names = {e.id: e.client_id or e.id for e in episodes}
+        result.warnings += [f"{names.get(ep, ep)}: {why}" for ep, why in ex.incomplete.items()]
         if self.resolver is not None:
             ex = self.resolver(self.graph, episodes[0].user_id, ex)
         with self.lock:

@@ -264,7 +264,8 @@ class Hippograph(WriteEntry):
         """Delete every session idle longer than the TTL, then compact the stores if anything was
         deleted since the last sweep (the server runs this periodically)."""
         expired = self.sessions.expire(now=now)
-        self.compact()
+        if self.guard.allows("compacting the stores"):  # it rewrites files: not on a full disk
+            self.compact()
         return expired
 
     def compact(self, force: bool = False) -> bool:

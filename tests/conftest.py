@@ -35,14 +35,15 @@ def free_port() -> int:
 class ServerProcess:
     """`hippograph serve` in a subprocess, as a user runs it."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
+        self.env = env or {}  # settings of its own, over the test's environment
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 120) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hippograph.cli", "serve", "--port", str(self.port),
              "--data-dir", str(self.data_dir), "--log-level", "warning"],

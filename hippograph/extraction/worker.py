@@ -11,9 +11,10 @@ shared by every service of the process. A call takes an idle child, starts one w
 or waits its turn (in order), so one slow message holds one child and not every user's writes. Each
 message has a time budget in the child (see `bounds`); the parent gives a call its messages' budgets
 and a margin, and past that kills the child. A child that dies or is killed (out of memory, past its
-time) fails the call it had as `BackendUnavailable` - the ingestor keeps its episodes pending (stored,
-acknowledged) and extracts them again later - and is never handed another call: a new child takes
-the next one.
+time) fails the call it had as `ExtractionStalled` (a `BackendUnavailable`) - the ingestor keeps its
+episodes pending (stored, acknowledged) and extracts them again later, one at a time, counting the
+attempts of one that fails alone towards its quarantine (`hippograph.failures`) - and is never handed
+another call: a new child takes the next one.
 
 A child is `python -m hippograph.extraction.worker` talking over its stdin and stdout (pickled
 frames; nothing else can write to them): it exits when its parent does, even after a SIGKILL of the
@@ -31,7 +32,7 @@ import threading
 from collections.abc import Sequence
 from typing import IO, Any
 
-from hippograph.errors import BackendUnavailable
+from hippograph.errors import BackendUnavailable, ExtractionStalled
 from hippograph.extraction.base import Extraction
 from hippograph.extraction.spacy_extractor import DEFAULT_BUDGET_SECONDS, SpacyExtractor
 from hippograph.models import Episode
@@ -89,12 +90,13 @@ class _Child:
             ok, value = _receive(self.proc.stdout)
         except (EOFError, OSError) as exc:
             self.stop_now()
+            # the messages of the call may be what stalled or killed it: their attempts count (`failures`)
             if expired.is_set():
-                raise BackendUnavailable(
+                raise ExtractionStalled(
                     f"the extraction process gave no answer in {limit:g} s (the time its messages may take, and a "
                     "margin) and was stopped; what it was extracting stays pending and is extracted again") from exc
             code = self.proc.returncode
-            raise BackendUnavailable(
+            raise ExtractionStalled(
                 f"the extraction process stopped ({'exit code ' + str(code) if code is not None else exc}); "
                 "what it was extracting stays pending and is extracted again") from exc
         except BaseException:

@@ -71,7 +71,7 @@ def _bootstrap(settings: Settings, service: Hippograph) -> None:
 def error_response(exc: HippographError) -> JSONResponse:
     """The one error body: the error's class and what was wrong, with its status and headers."""
     code = _status(exc)
-    if code >= 500:
+    if code >= 500 and not isinstance(exc, InsufficientStorage):  # the guard logs a full disk once, not per 507
         log.error("request failed: %s", exc)
     return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=code, headers=_headers(exc))
 

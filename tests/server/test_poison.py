@@ -15,7 +15,8 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -32,53 +33,65 @@ PROMPT = 15.0  # seconds a normal write may take on a loaded two-core machine ("
 class Deployment:
     name: str
     data: Path
+    env: dict[str, str] = field(default_factory=dict)  # its settings, for the servers and commands started
     other_key: str = ""  # a key of tenant globex
 
     def server(self) -> ServerProcess:
-        return ServerProcess(self.data)
+        return ServerProcess(self.data, self.env)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "hippograph.cli", *args, "--data-dir", str(self.data)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+                              cwd=ROOT, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=300,
+                              check=False)
 
 
-@pytest.fixture(params=["embedded", "neo4j"])
-def deployment(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
+@contextmanager
+def deployed(name: str, data: Path, **env: str) -> Iterator[Deployment]:
+    """A deployment's settings (`env`, given to what it starts: the test's own environment is left as
+    it is, so that tests sharing a module-wide server never see each other's settings)."""
     collection = None
-    if request.param == "neo4j":
+    if name == "neo4j":
         wipe_neo4j()
-        monkeypatch.setenv("HIPPOGRAPH_GRAPH__BACKEND", "neo4j")
-        monkeypatch.setenv("HIPPOGRAPH_GRAPH__URI", neo4j_uri())
+        env.update(HIPPOGRAPH_GRAPH__BACKEND="neo4j", HIPPOGRAPH_GRAPH__URI=neo4j_uri())
         if os.environ.get("HIPPOGRAPH_TEST_QDRANT_URL"):
             collection = f"poison_{uuid.uuid4().hex[:10]}"
-            for name, value in {"BACKEND": "qdrant", "URL": os.environ["HIPPOGRAPH_TEST_QDRANT_URL"],
-                                "API_KEY": os.environ.get("HIPPOGRAPH_TEST_QDRANT_API_KEY", ""),
-                                "COLLECTION": collection, "CHECK_COMPATIBILITY": "false"}.items():
-                monkeypatch.setenv(f"HIPPOGRAPH_VECTORS__{name}", value)
+            for key, value in {"BACKEND": "qdrant", "URL": os.environ["HIPPOGRAPH_TEST_QDRANT_URL"],
+                               "API_KEY": os.environ.get("HIPPOGRAPH_TEST_QDRANT_API_KEY", ""),
+                               "COLLECTION": collection, "CHECK_COMPATIBILITY": "false"}.items():
+                env[f"HIPPOGRAPH_VECTORS__{key}"] = value
     try:
-        yield Deployment(request.param, tmp_path / "data")
+        yield Deployment(name, data, env)
     finally:
-        if request.param == "neo4j":
+        if name == "neo4j":
             wipe_neo4j()
         if collection:
             drop_qdrant_collection(collection)
 
 
-@pytest.fixture
-def keyed(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deployment, httpx.Client]]:
-    """The server with an operator key of tenant acme, and a key of tenant globex."""
-    monkeypatch.setenv("HIPPOGRAPH_AUTH__BOOTSTRAP_KEY", ADMIN)
-    monkeypatch.setenv("HIPPOGRAPH_AUTH__BOOTSTRAP_TENANT", "acme")
-    made = deployment.cli("keys", "create", "--tenant", "globex", "--scopes", "read,write", "--json")
-    assert made.returncode == 0, made.stderr
-    deployment.other_key = json.loads(made.stdout.strip().splitlines()[-1])["key"]
-    server = deployment.server()
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {ADMIN}"}) as c:
-            yield deployment, c
-    finally:
-        server.stop()
+@pytest.fixture(params=["embedded", "neo4j"])
+def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
+    with deployed(request.param, tmp_path / "data") as found:
+        yield found
+
+
+@pytest.fixture(scope="module", params=["embedded", "neo4j"])
+def keyed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+          ) -> Iterator[tuple[Deployment, httpx.Client]]:
+    """One server per deployment for the tests of hostile writes: an operator key of tenant acme, and a
+    key of tenant globex."""
+    data = tmp_path_factory.mktemp("poison") / "data"
+    with deployed(request.param, data, HIPPOGRAPH_AUTH__BOOTSTRAP_KEY=ADMIN,
+                  HIPPOGRAPH_AUTH__BOOTSTRAP_TENANT="acme") as deployment:
+        made = deployment.cli("keys", "create", "--tenant", "globex", "--scopes", "read,write", "--json")
+        assert made.returncode == 0, made.stderr
+        deployment.other_key = json.loads(made.stdout.strip().splitlines()[-1])["key"]
+        server = deployment.server()
+        server.start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+                yield deployment, c
+        finally:
+            server.stop()
 
 
 def say(user: str, text: str, mid: str | None = None, **extra: object) -> dict:
@@ -150,7 +163,8 @@ def test_pathological_text_is_extracted_in_bounded_time_while_others_write(
     deployment, c = keyed
     answer: list[httpx.Response] = []
     started = time.monotonic()
-    slow = threading.Thread(target=lambda: answer.append(c.post("/v1/memories", json=say("mallory", text, "long"))))
+    mid = f"long-{len(text)}"
+    slow = threading.Thread(target=lambda: answer.append(c.post("/v1/memories", json=say("mallory", text, mid))))
     slow.start()
     others: list[float] = []
     while slow.is_alive() and len(others) < 6:  # another tenant's writes while it is extracted
@@ -164,8 +178,8 @@ def test_pathological_text_is_extracted_in_bounded_time_while_others_write(
     assert answer and answer[0].status_code == 200, (what, answer[0].text[:300] if answer else "no answer")
     assert took < 120, f"{what} took {took:.0f} s to extract"
     assert not others or max(others) < PROMPT, f"other tenant's writes during {what}: {others}"
-    got = c.post("/v1/memories/status", json={"user_id": "mallory", "ids": ["long"]}).json()
-    assert got["processed"] == ["long"], got
+    got = c.post("/v1/memories/status", json={"user_id": "mallory", "ids": [mid]}).json()
+    assert got["processed"] == [mid], got
     normal_writes_go_through(c, deployment.other_key)
 
 
