@@ -3,10 +3,12 @@ a time budget.
 
 - **Pieces.** A message longer than `PIECE_CHARS` is parsed piece by piece (cut after a sentence's end
   where it can be, else at a space) and the pieces' parses are joined into one `Doc`, so that the
-  time a message takes can be checked between pieces. spaCy's tokenizer is quadratic in the length of
-  a run of punctuation without a space ("$$$$...": 2,000 of them take over a second): a run longer
-  than `RUN_CHARS` is cut into pieces of its own. Real messages are one piece: the longest LoCoMo turn
-  has 438 characters, the longest message of the labelled extraction cases 490.
+  time a message takes can be checked between pieces. spaCy's tokenizer strips punctuation off a run
+  without a space one character at a time, copying the rest, so it is quadratic in the length of such
+  a run ("$$$$...": 2,000 of them take over a second): a run longer than `RUN_CHARS` is cut into
+  pieces of its own, unless the tokenizer reads it as one token at once (a URL, a long number). Real
+  messages are one piece: the longest LoCoMo turn has 438 characters, the longest message of the
+  labelled extraction cases 490.
 - **Sentences.** The rules walk a sentence's tree (subtrees, heads, children), which spaCy scans
   token by token, so their cost grows faster than the sentence. No sentence the rules read is longer
   than `SENTENCE_TOKENS`: a stretch of that many tokens without a sentence's end ('.', '!', '?', a line
@@ -24,7 +26,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from hippograph.extraction.rules import word_set
 
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
 
 SENTENCE_TOKENS = 120
 PIECE_CHARS = 2_000
-RUN_CHARS = 1_000
+RUN_CHARS = 200
 #: The share of a long message's budget its parse may take; the rules read what was parsed in the rest.
 PARSE_SHARE = 0.7
 _SENTENCE_END = re.compile(r"(?:[.!?]+[\"')\]]*\s+|\n\s*)")
@@ -43,18 +46,33 @@ _STRETCH_END = re.compile(r"[.!?\u2026]$|\n")
 _BEFORE = word_set("and but or so because then while when which who that")  # a cut goes before these
 
 
-def pieces(text: str) -> list[str]:
+def pieces(text: str, one_token: Callable[[str], bool] = lambda run: False) -> list[str]:
     """The text in pieces that join to it again: one piece when it is short and has no long run of
-    non-space characters."""
-    if len(text) <= PIECE_CHARS and _RUN.search(text) is None:
+    non-space characters. `one_token(run)`: the tokenizer reads the run as one token at once (a URL, a
+    long number), so it is left whole, in a piece of its own."""
+    runs = [(run, one_token(run.group())) for run in _RUN.finditer(text)]
+    if len(text) <= PIECE_CHARS and all(whole for _, whole in runs):
         return [text]
     out: list[str] = []
     start = 0
-    for run in _RUN.finditer(text):  # a long run is cut into pieces of RUN_CHARS of its own
+    for run, whole in runs:  # a long run is a piece of its own, or cut into pieces of RUN_CHARS
         out += _cut_words(text[start:run.start()])
-        out += [text[i:min(i + RUN_CHARS, run.end())] for i in range(run.start(), run.end(), RUN_CHARS)]
+        step = len(run.group()) if whole else RUN_CHARS
+        out += [text[i:min(i + step, run.end())] for i in range(run.start(), run.end(), step)]
         start = run.end()
     return [p for p in out + _cut_words(text[start:]) if p]
+
+
+def one_token(nlp: Language, run: str) -> bool:
+    """Whether spaCy's tokenizer makes one token of a run of non-space characters without stripping
+    anything off it (which it does one character at a time): a URL, or a run with no prefix, suffix or
+    infix."""
+    tokenizer: Any = nlp.tokenizer
+    if tokenizer.url_match is not None and tokenizer.url_match(run):
+        return True
+    return ((tokenizer.prefix_search is None or tokenizer.prefix_search(run) is None)
+            and (tokenizer.suffix_search is None or tokenizer.suffix_search(run) is None)
+            and (tokenizer.infix_finditer is None or next(tokenizer.infix_finditer(run), None) is None))
 
 
 def _cut_words(text: str) -> list[str]:

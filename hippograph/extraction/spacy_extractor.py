@@ -14,12 +14,13 @@ import time
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from hippograph.dates import _ABSOLUTE, resolve_in_text, when_said
 from hippograph.extraction import clause_notes, decisions, instructions, profile, revisions, rules
 from hippograph.extraction.base import USER, ExtractedNote, ExtractedRelation, Extraction
-from hippograph.extraction.bounds import PARSE_SHARE, Budget, bounded, pieces, precut
+from hippograph.extraction.bounds import PARSE_SHARE, Budget, bounded, one_token, pieces, precut
 from hippograph.extraction.collector import Collector
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.extraction.subjects import restore_subjects
@@ -548,7 +549,8 @@ class SpacyExtractor:
             work.append((episode, rules.speakers_for(episode, speaker, user_name), text))
         if not work:
             return out.result(self.name)
-        cut = [pieces(text) for _, _, text in work]
+        nlp = self.load()
+        cut = [pieces(text, partial(one_token, nlp)) for _, _, text in work]
         restore = [sp.notes and sp.first == USER for _, sp, _ in work]
         said, docs = self._parse([p[0] for p in cut], restore)  # the first piece of each (mostly all of it) at once
         for i, (episode, speakers, text) in enumerate(work):

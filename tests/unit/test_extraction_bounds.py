@@ -75,8 +75,9 @@ def test_a_pathological_message_of_100k_characters_extracts_in_bounded_time(extr
     started = time.monotonic()
     result = extractor.extract([episode(text)])
     assert time.monotonic() - started < GENEROUS
-    if result.incomplete:
-        assert "extraction stopped at its 1 s budget" in result.incomplete["e0"]
+    for reason in result.incomplete.values():  # its budget spent, or longer than max_chars
+        assert reason.startswith(("extraction stopped at its 1 s budget", "only the first 100,000"))
+        assert "stored and searchable" in reason
 
 
 @pytest.mark.parametrize("name", ["run-on 'word word ...'", "deep nesting", "coordinated clauses", "chained orders"])
@@ -116,6 +117,15 @@ def test_a_short_message_is_one_piece_and_a_long_one_joins_again() -> None:
     assert "".join(cut) == long
     assert all(len(p) <= bounds.PIECE_CHARS for p in cut)
     assert all(p.endswith(" ") for p in cut[:5])  # cut after a sentence's end, at a space
+
+
+def test_a_run_the_tokenizer_reads_as_one_token_stays_whole(extractor: SpacyExtractor) -> None:
+    nlp = extractor.load()
+    url = "https://example.com/" + "a/" * 150
+    said = f"the report is at {url} if you need it"
+    assert bounds.pieces(said, lambda run: bounds.one_token(nlp, run)) == [said]
+    assert bounds.pieces(said) != [said]  # a run of 300 characters that would be cut
+    assert bounds.one_token(nlp, "1234567890" * 50) and not bounds.one_token(nlp, "$" * 300)
 
 
 def test_the_budget_marks_a_message_incomplete_and_keeps_what_it_read(extractor: SpacyExtractor) -> None:
