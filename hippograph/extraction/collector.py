@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction.rules import merged
 from hippograph.models import NoteKind
 
 
@@ -35,7 +36,7 @@ class Collector:
         same = self.notes.pop(note.slot, None)  # the last note of a slot wins, in its own position
         merge = same is not None and same.episode_id == note.episode_id and note.kind == same.kind == NoteKind.preference
         if merge and same is not None and same.text.lower() != note.text.lower():  # "CSV please. I can't stand xlsx"
-            note = note.model_copy(update={"text": f"{same.text}; {note.text[:1].lower()}{note.text[1:]}"})
+            note = note.model_copy(update={"text": merged(same.text, note.text[:1].lower() + note.text[1:])})
         self.notes[note.slot] = note
 
     def result(self, extractor: str) -> Extraction:

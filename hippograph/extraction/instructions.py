@@ -15,7 +15,7 @@ import re
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from hippograph.extraction.rules import Draft, lemma, per_doc, render, slug, word_set
+from hippograph.extraction.rules import Draft, lemma, merged, per_doc, render, slug, word_set
 from hippograph.models import NoteKind
 from hippograph.note_changes import RETRACT
 
@@ -485,13 +485,14 @@ def fold_orders(drafts: list[Draft]) -> list[Draft]:
         main = next((i for i, (_, _, slot) in enumerate(drafts) if slot.startswith(_ORDER_SLOT)), None)
     if main is None:
         return drafts
-    out = list(drafts)
-    for k, text, slot in drafts:
-        if slot.startswith(_ORDER_SLOT) and text.startswith("Prefers ") and (k, text, slot) != drafts[main]:
-            kind, first, first_slot = out[main]
-            out[main] = (kind, f"{first}; {lower_first(text[len('Prefers '):])}", first_slot)
-            out.remove((k, text, slot))
-    return out
+    kind, text, slot = drafts[main]
+    kept: list[Draft | None] = []
+    for draft in drafts:
+        if draft[2].startswith(_ORDER_SLOT) and draft[1].startswith("Prefers ") and draft != drafts[main]:
+            text = merged(text, lower_first(draft[1][len("Prefers "):]))
+        else:
+            kept.append(None if draft is drafts[main] else draft)  # None: where the folded wish goes
+    return [(kind, text, slot) if d is None else d for d in kept]
 
 
 def _directive_text(frag: str) -> str | None:

@@ -400,6 +400,13 @@ _KEPT_ADVERBS = word_set("never always recently already often usually sometimes 
                        "no")
 _RIGHT_DROPPED = word_set("conj cc parataxis advcl intj mark dep")
 MAX_NOTE_CHARS = 200
+MAX_MERGED_CHARS = 2 * MAX_NOTE_CHARS  # wishes of one message merged into one note ("CSV please; no xlsx")
+
+
+def merged(text: str, more: str) -> str:
+    """'Prefers CSV' and "can't stand xlsx" -> "Prefers CSV; can't stand xlsx"; a note that is full
+    already (a message repeating its wishes a thousand times) takes no more."""
+    return text if len(text) >= MAX_MERGED_CHARS else f"{text}; {more}"
 
 
 def head_tokens(verb: Token) -> list[Token]:

@@ -64,11 +64,35 @@ _ABSOLUTE_DATE = re.compile(  # dates worth a node: "May 5", "2019", "5/12"; not
 )
 # The user's changing situation: a note of these says since when, if the message says it.
 _DATED_SLOTS = frozenset({"fact:work_at", "fact:live_in", "fact:title", "fact:manage", "fact:manager", "fact:team"})
+#: The share of the time left that the pass over a user's wishes may take; the pass over facts has the rest.
+_WISHES_SHARE = 0.5
 _TRIM_DEPS = word_set("det poss predet punct cc nummod case neg prep advmod")
 Argument = tuple[Parts, tuple[str, ...], "Token"]  # predicate parts, verbs passed through, object
 
 
 # ---------------------------------------------------------------------------------------------- reader
+class _Found(Collector):
+    """What the reader's pass over the sentences found, in order, kept until it is known how far the
+    pass of the wishes read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def entity(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(("entity", args, kwargs))
+
+    def relation(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(("relation", args, kwargs))
+
+    def note(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(("note", args, kwargs))
+
+    def replay(self, out: Collector) -> None:
+        for name, args, kwargs in self.calls:
+            getattr(out, name)(*args, **kwargs)
+
+
 class _Reader:
     """Walks the parse of one episode and reports to the collector."""
 
@@ -118,14 +142,23 @@ class _Reader:
             note = note.model_copy(update={"text": text})
         self.out.note(note)
 
-    def _late(self, sent: Span) -> bool:
-        return sent.start_char >= self.read_at_least and time.monotonic() > self.deadline
+    def _late(self, sent: Span, deadline: float) -> bool:
+        return sent.start_char >= self.read_at_least and time.monotonic() > deadline
 
     def read(self) -> None:
-        if self.sp.notes and self.sp.first == USER:
-            self._instructions(self.sents)
+        """The wishes of a user's message first (they claim clauses), then every sentence's entities,
+        relations and notes. Past the deadline, what the two passes did not both read gives nothing."""
+        user = self.sp.notes and self.sp.first == USER
+        wishes: list[tuple[int, rules.Draft]] = []
+        if user:
+            now = time.monotonic()
+            wishes = self._instructions(self.sents, now + (self.deadline - now) * _WISHES_SHARE)
+            whole = self._whole_message(wishes)
+        found = _Found()
+        collector, self.out = self.out, found
+        wished = self.stop
         for n, sent in enumerate(self.sents[: self.stop]):
-            if self._late(sent):
+            if self._late(sent, self.deadline):
                 self.stop = n
                 break
             if rules.is_small_talk(sent.text):
@@ -136,9 +169,17 @@ class _Reader:
                     ref = self._named(_clean(ent.text), type_)
                     self.out.entity(ref.name, ref.type, self.episode_id)
             if not rules.is_question(sent):
-                if self.sp.notes and self.sp.first == USER and not self.retracting:
+                if user and not self.retracting:
                     self._profile(sent)
                 self._clauses(sent)
+        self.out = collector
+        if user:
+            if self.stop < wished:  # the wishes said in what was not read for facts go too
+                wishes = [(n, draft) for n, draft in wishes if n < self.stop]
+                whole = self._whole_message(wishes)
+            for kind, text, slot in instructions.fold_orders([draft for _, draft in wishes] + whole):
+                self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
+        found.replay(collector)  # after the wishes, as they were found
 
     def _profile(self, sent: Span) -> None:
         found = profile.manager_notes(sent) + profile.self_intro_notes(sent) + profile.attribute_notes(sent)
@@ -147,23 +188,24 @@ class _Reader:
             if text:
                 self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
 
-    def _instructions(self, sents: list[Span]) -> None:
-        """Preferences about the replies, the name to use, and retractions (see `instructions`)."""
+    def _instructions(self, sents: list[Span], deadline: float) -> list[tuple[int, rules.Draft]]:
+        """Preferences about the replies, the name to use, and retractions (see `instructions`), each
+        with the sentence it is said in."""
         low = self.text.lower()
         marked = any(m in low for m in ("from now on", "going forward", "in future"))
         about = instructions.about(self.text)
-        drafts: list[rules.Draft] = []
+        drafts: list[tuple[int, rules.Draft]] = []
         for n, sent in enumerate(sents):
-            if self._late(sent):
+            if self._late(sent, deadline):
                 self.stop = n
                 break
             if (retracted := instructions.retraction(sent, about)) is not None:
                 self.retracting = True
-                drafts.append(retracted)
+                drafts.append((n, retracted))
                 continue
             hits = list(self.names(sent, as_spans=True)) if self.names is not None else []
             if (named := instructions.name_note(hits)) is not None:
-                drafts.append(named)
+                drafts.append((n, named))
                 self.claimed.update(t.i for span in hits for t in span)
                 continue
             question = rules.is_question(sent)
@@ -171,27 +213,30 @@ class _Reader:
             self.claimed.update(v.i for _, v in found)
             found += instructions.stated_preferences(sent, self.claimed) if not question else []
             self.claimed.update(v.i for _, v in found)
-            drafts += [d for d, _ in found]
+            drafts += [(n, d) for d, _ in found]
             if not question:
                 covered = {i - sent.start_char for _, v in found for t in instructions.clause_tokens(v)
                            for i in range(t.idx, t.idx + len(t))}
                 extra = instructions.fragment_preferences(sent, covered)
-                drafts += extra
+                drafts += [(n, d) for d in extra]
                 if extra:  # the clause the fragment is in gives no fact besides
                     self.claimed.update(t.i for t in sent if t.dep_ == "ROOT")
-        if not self.retracting:
-            preference = any(k == NoteKind.preference for k, _, _ in drafts)
-            found_revisions = revisions.revision_notes(self.text[: self.read_chars], preference)
-            if found_revisions:  # the clauses that state it give no note of their own
-                self.claimed.update(t.i for t in self.doc)
-            drafts += found_revisions
-            if not any(k == NoteKind.decision for k, _, _ in drafts) and \
-                    (decided := decisions.stated_decision(sents[: self.stop])) is not None:
-                self.claimed.update(t.i for t in self.doc)  # "we're settling the case": the decision, no fact
-                drafts.append(decided)
-        drafts = instructions.fold_orders(drafts)
-        for kind, text, slot in drafts:
-            self.note(ExtractedNote(kind=kind, text=text, slot=slot, episode_id=self.episode_id))
+        return drafts
+
+    def _whole_message(self, wishes: list[tuple[int, rules.Draft]]) -> list[rules.Draft]:
+        """What the message read so far says as a whole: a revision, a decision."""
+        if self.retracting:
+            return []
+        drafts = [draft for _, draft in wishes]
+        preference = any(k == NoteKind.preference for k, _, _ in drafts)
+        found = revisions.revision_notes(self.text[: self.read_chars], preference)
+        if found:  # the clauses that state it give no note of their own
+            self.claimed.update(t.i for t in self.doc)
+        if not any(k == NoteKind.decision for k, _, _ in drafts + found) and \
+                (decided := decisions.stated_decision(self.sents[: self.stop])) is not None:
+            self.claimed.update(t.i for t in self.doc)  # "we're settling the case": the decision, no fact
+            found.append(decided)
+        return found
 
     def _clauses(self, sent: Span) -> None:
         # what the sentence's self-introduction notes already say ("at St Mary's"): kept out of the title

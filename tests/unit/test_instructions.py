@@ -278,3 +278,17 @@ def test_a_statement_with_a_request_tagged_on_is_still_said(extractor: SpacyExtr
 def test_a_fact_said_before_a_request(extractor: SpacyExtractor) -> None:
     assert "Oslo" in notes(extractor, "I live in Oslo, can you recommend a dentist?")["fact:live_in"][1]
     assert not [s for s in notes(extractor, "I hope you find a flat in Oslo") if s.startswith("fact")]
+
+
+def test_verbless_orders_before_the_wish_they_join(extractor: SpacyExtractor) -> None:
+    """Two verbless orders before the wish they are folded into: one note (this raised IndexError, which
+    failed the extraction of every message extracted with it)."""
+    said = notes(extractor, "Bluebook citations only. 3 options max. Answer in Polish from now on.")
+    wish = "Wants the assistant to answer in Polish from now on; bluebook citations only; 3 options max"
+    assert said == {"preference:reply_language": (NoteKind.preference, wish)}
+
+
+def test_a_message_repeating_its_wishes_makes_a_note_of_bounded_length(extractor: SpacyExtractor) -> None:
+    said = notes(extractor, " ".join(f"Please always keep answer {i} short." for i in range(300)))
+    [(_, text)] = said.values()
+    assert text.startswith("Wants the assistant to always keep answer 0 short; ") and 400 <= len(text) < 500
