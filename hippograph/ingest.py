@@ -209,7 +209,7 @@ class Ingestor:
                     except Exception as exc:
                         if transient(exc):
                             raise
-                        self._failed(batch, exc, write.result)
+                        self._failed(batch, exc, write.result, retried=False)
                 done += len(batch)
         finally:
             if upcoming is not None and not upcoming.cancel():
@@ -394,7 +394,7 @@ class Ingestor:
             ex.extractor = f"{self.fallback.name}:fallback"
             return ex
 
-    def _process(self, episodes: list[Episode], result: IngestResult) -> bool:
+    def _process(self, episodes: list[Episode], result: IngestResult, retried: bool = False) -> bool:
         """Extract, store what was found, index it, mark the episodes processed. The caller holds the
         user's write (`user_write`); `self.lock` is held only for the graph store steps, so other users'
         writes extract and embed meanwhile. False when the extractor's backend is down (the episodes
@@ -407,20 +407,24 @@ class Ingestor:
         except Exception as exc:
             if transient(exc):
                 raise
-            self._failed(episodes, exc, result)
+            self._failed(episodes, exc, result, retried)
         return True
 
-    def _failed(self, episodes: list[Episode], exc: Exception, result: IngestResult) -> None:
-        """Processing these episodes failed, not for a backend: each is processed again alone, so that
-        the one that fails it (if one does) cannot hold back the others, and a failure of one alone
-        counts towards its quarantine (`hippograph.failures`)."""
+    def _failed(self, episodes: list[Episode], exc: Exception, result: IngestResult, retried: bool) -> None:
+        """Processing these episodes failed, not for a backend: they are processed again in halves, so
+        that the one that fails them (if one does) holds back none of the others and is found in a few
+        steps, and a failure of one alone counts towards its quarantine (`hippograph.failures`)."""
         if len(episodes) == 1:  # still pending (or quarantined): the write's answer says so from the store
             result.warnings.append(self.failures.count(episodes[0], exc))
             return
-        log.warning("processing %d episodes of user %r failed (%s): each is processed alone", len(episodes),
-                    episodes[0].user_id, reason_of(exc))
-        for ep in episodes:
-            self._process([ep], result)
+        if not retried:
+            log.warning("processing %d episodes of user %r failed (%s): processed again in halves", len(episodes),
+                        episodes[0].user_id, reason_of(exc))
+            result.warnings.append(f"{len(episodes)} messages were processed again in smaller batches after: "
+                                   f"{reason_of(exc)}")
+        half = len(episodes) // 2
+        for part in (episodes[:half], episodes[half:]):
+            self._process(part, result, retried=True)
 
     def _prepare(self, episodes: list[Episode], result: IngestResult) -> tuple[Extraction | None, Future | None]:
         """The extraction (None: it failed, the episodes stay pending) and the messages' vectors, made

@@ -149,7 +149,8 @@ class Hippograph(WriteEntry):
         """The periodic sweep (`hippograph.sweeper`): expired sessions and compaction, the start-up
         repairs, and what failed or waited to be extracted; stopped by `close`."""
         if self.sweeper is None:
-            self.sweeper = Sweeper([self.expire_sessions, self.retry_pending], every)
+            # the start-up repairs first (`retry_pending`), then expiry and compaction
+            self.sweeper = Sweeper([self.retry_pending, self.expire_sessions], every)
             self.sweeper.start()
         return self.sweeper
 

@@ -1,6 +1,6 @@
 """spaCy extraction in its child process: it gives what the in-process extractor gives, a child that
-dies is replaced, and a write whose extraction died with it is acknowledged as pending (stored, not
-lost) and extracted later. Real child processes, real embedded stores."""
+dies is replaced, and a write whose extraction died with it is extracted again by a new child, nothing
+lost. Real child processes, real embedded stores."""
 
 from __future__ import annotations
 
@@ -60,8 +60,11 @@ def test_a_dead_child_is_replaced_and_what_it_was_extracting_stays_pending(tmp_p
         big.join(120)
         body = answers[0].json()
         assert answers[0].status_code == 200 and len(body["stored"]) == 1997
-        assert body["pending"] == body["stored"], "the killed extraction's messages are listed as not searchable"
-        assert any("extraction process stopped" in w for w in body["warnings"]), body["warnings"]
-        time.sleep(0.2)
-        assert c.app.state.service.retry_pending() == 1997  # a new child extracts them
-        assert c.get("/v1/users/u/memories/m1999").json()["parts"][0]["status"] == "processed"
+        # a new child extracted the killed call's messages again, in halves (the messages might have been
+        # what killed it): none is lost or left pending, and the answer says what happened
+        assert body["pending"] == [], body["pending"][:5]
+        assert any("processed again in smaller batches" in w and "extraction process stopped" in w
+                   for w in body["warnings"]), body["warnings"]
+        assert c.app.state.service.retry_pending() == 0
+        status = c.post("/v1/memories/status", json={"user_id": "u", "ids": body["stored"]}).json()
+        assert len(status["processed"]) == 1997 and status["quarantined"] == []

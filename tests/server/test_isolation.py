@@ -109,7 +109,9 @@ def attempts(attacker: Identity, victim: Identity) -> Iterator[tuple[str, str, d
                                                 "messages": [{"id": victim.ids["memories"][-1], "role": "user",
                                                               "content": "Thanks again!"}]}}
         yield "post", "/v1/memories/status", {"json": {"user_id": user, "ids": victim.ids["memories"]}}
+        yield "post", "/v1/admin/quarantine/release", {"json": {"user_id": user, "ids": victim.ids["memories"]}}
     yield "get", "/v1/usage", {"params": {"user_id": u}}
+    yield "get", "/v1/admin/quarantine", {}
     yield "get", "/metrics", {}
 
 
