@@ -55,6 +55,32 @@ def test_pending_until_processed(store: GraphStore) -> None:
     assert store.all_item_ids("u1")["episode"] == ["u1-ep0"]
 
 
+def test_failed_attempts_are_counted_then_quarantined_until_released(store: GraphStore) -> None:
+    store.add_episodes([ep("u1", 0), ep("u1", 1), ep("u2", 0)])
+    at = T0 + timedelta(days=1)
+    assert store.record_failure(["u1-ep0"], "ValueError: first", at, quarantine_after=2) == []
+    first = store.get_episodes("u1", ["u1-ep0"])[0]
+    assert (first.attempts, first.failure, first.quarantined_at) == (1, "ValueError: first", None)
+    assert {e.id for e in store.pending_episodes()} == {"u1-ep0", "u1-ep1", "u2-ep0"}  # still tried
+    assert store.record_failure(["u1-ep0"], "ValueError: again", at, quarantine_after=2) == ["u1-ep0"]
+    assert store.record_failure(["u1-ep0"], "ValueError: thrice", at, quarantine_after=2) == []  # already
+    assert {e.id for e in store.pending_episodes()} == {"u1-ep1", "u2-ep0"}
+    assert [e.id for e in store.pending_episodes(user_id="u1")] == ["u1-ep1"]
+    kept = store.quarantined_episodes()
+    assert [(e.id, e.attempts, e.failure, e.quarantined_at) for e in kept] == [
+        ("u1-ep0", 3, "ValueError: thrice", at)]
+    assert kept[0].content == "message 0" and not kept[0].processed
+    assert store.quarantined_episodes(user_id="u2") == []
+    assert store.release_episodes("u2", ["u1-ep0"]) == []  # another user's: not theirs to release
+    assert store.release_episodes("u1", ["u1-ep0", "u1-ep1"]) == ["u1-ep0"]
+    again = store.get_episodes("u1", ["u1-ep0"])[0]
+    assert (again.attempts, again.quarantined_at) == (0, None) and store.quarantined_episodes() == []
+    assert {e.id for e in store.pending_episodes()} == {"u1-ep0", "u1-ep1", "u2-ep0"}
+    store.mark_processed(["u1-ep0"], "spacy")  # a processed episode counts no failures
+    assert store.record_failure(["u1-ep0"], "late", at, quarantine_after=1) == []
+    assert store.get_episodes("u1", ["u1-ep0"])[0].processed
+
+
 def test_entity_resolution_merges_normalised_names(store: GraphStore) -> None:
     first = store.resolve_entities("u1", [ent("u1", "the Northwest Region"), ent("u1", "Acme", "Organization")])
     second = store.resolve_entities("u1", [ent("u1", "northwest region"), ent("u1", "ACME")])

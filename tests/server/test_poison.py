@@ -194,6 +194,8 @@ def test_a_restart_with_a_backlog_is_ready_at_once_and_forget_and_optimize_work(
             body = {"user_id": "bo", "session_id": "s", "wait": False, "messages": [
                 {"id": i, "role": "user", "content": f"Note {i}: the meeting moved to room {i[1:]}."}
                 for i in ids[start:start + 400]]}
+            if not start:  # with a run-on message of 100,000 characters among them
+                body["messages"][7]["content"] = RUN_ON[1][1]
             assert c.post("/v1/memories", json=body).status_code in (200, 202)
     server.kill9()  # with most of it still pending
     started = time.monotonic()
