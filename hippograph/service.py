@@ -502,7 +502,8 @@ class Hippograph(WriteEntry):
         now = utcnow()
         draft.items["pinned"] = [self._message_item(e, "pinned", now) for e in pinned]
         draft.items["recent"] = [self._message_item(e, "recent", now) for e in recent]
-        draft.items["tools"], draft.shown_by = tool_log([e for e in session if e.role == Role.tool], now)
+        draft.items["tools"], draft.shown_by = tool_log([e for e in session if e.role == Role.tool], now,
+                                                        shown={e.id for e in pinned + recent})
         stored = stored_summary(everything)
         if omitted and (stored is not None or len(session) >= self.session_settings.summary_threshold):
             draft.items["summary"] = self._summary(stored, omitted)

@@ -3,6 +3,7 @@ tool-call log (one line per distinct call) so an agent sees it need not call aga
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from hippograph.models import Episode
@@ -33,7 +34,8 @@ def observation_text(e: Episode, now: datetime) -> str:
     return f"{_tool(e)} ({_as_of(e, now)}): {e.content}"
 
 
-def tool_log(calls: list[Episode], now: datetime) -> tuple[list[ContextItem], dict[str, tuple[list[str], str]]]:
+def tool_log(calls: list[Episode], now: datetime, shown: Collection[str] = (),
+             ) -> tuple[list[ContextItem], dict[str, tuple[list[str], str]]]:
     """One line per distinct call (tool + normalised arguments) in the session: how often and when it
     was made, and its latest result as of then, so the agent need not call it again while it holds.
 
@@ -42,7 +44,11 @@ def tool_log(calls: list[Episode], now: datetime) -> tuple[list[ContextItem], di
     refers to that message, and a call of the same tool and arguments that got the very same result
     as a later one refers to the later ones (and to the line when the latest is one of them). Results
     are matched by message id within one call, never by text alone: two different calls that answered
-    alike are both shown."""
+    alike are both shown.
+
+    `shown`: the ids of the tool messages in the conversation shown (pinned and recent); only they and
+    the lines can refer to one another, so only theirs are worked out (a session of thousands of calls of
+    one tool costs one pass over them per message shown, not one per call)."""
     groups: dict[tuple[str, str], list[Episode]] = {}
     for e in calls:
         groups.setdefault((_tool(e), str(e.metadata.get("arguments", "{}"))), []).append(e)
@@ -58,7 +64,9 @@ def tool_log(calls: list[Episode], now: datetime) -> tuple[list[ContextItem], di
         items.append(line)
         shown_by[line.id] = ([last.id], f"{call} → its result is in the conversation below")
         for k, e in enumerate(eps[:-1]):
-            later = [x.id for x in reversed(eps[k + 1:]) if x.content == e.content]
+            if e.id not in shown:
+                continue
+            later = [x.id for x in reversed(eps[k + 1:]) if (x.id in shown or x is last) and x.content == e.content]
             if later:  # whichever of them the block keeps in full shows it
                 shown_by[e.id] = (later + ([line.id] if later[0] == last.id else []),
                                   f"{tool} ({_as_of(e, now)}): the same result as a later call, shown with it")

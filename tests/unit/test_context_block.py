@@ -145,3 +145,22 @@ def test_nothing_is_cut_or_left_out_while_the_budget_has_room_for_it(lea: TestCl
                 cut = _line(shown[item["id"]], ctx["context"])
                 more = counter.count(whole) - counter.count(cut) + counter.count(CUT_MARK)
                 assert unused < more, (section, item["text"], unused, more)
+
+
+def test_a_session_of_thousands_of_alike_calls_links_only_what_is_shown() -> None:
+    """A session where one tool answered the same thousands of times: the calls shown (pinned and recent)
+    refer to the later ones shown and to the log line, and nothing is worked out for the others (before,
+    each call listed every later alike call: a context for such a session did not answer in minutes)."""
+    from hippograph.models import Episode, Role
+    from hippograph.planner.world import tool_log
+
+    now = datetime.now(UTC)
+    calls = [Episode(id=f"c{i}", user_id="u", session_id="s", role=Role.tool, name="weather", content=WEATHER,
+                     metadata={"arguments": {"city": "Lisbon"}}, timestamp=now - timedelta(seconds=5000 - i), seq=i)
+             for i in range(5000)]
+    shown = {"c0", "c1", "c4990", "c4999"}
+    items, shown_by = tool_log(calls, now, shown=shown)
+    assert len(items) == 1 and items[0].id == "tool:c4999"
+    assert set(shown_by) == {"tool:c4999", "c0", "c1", "c4990"}
+    assert shown_by["c0"][0] == ["c4999", "c4990", "c1", "tool:c4999"]  # latest first, then the line
+    assert shown_by["c4990"][0] == ["c4999", "tool:c4999"]
