@@ -362,7 +362,8 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
                          'after the load every acknowledged message was searchable')
     _url_arguments(cc, "drive a running server instead of starting one on a fresh data folder", "read and write")
     ex = bs.add_parser("extraction", help="precision and recall of the long-term notes on labelled sequences")
-    ex.add_argument("--cases", help="comma-separated case files (default: bench/extraction/*.json)")
+    ex.add_argument("--cases", help="comma-separated case files, or folders of the notes corpus (one writer each: "
+                                    "bench/notes/w1 ...) (default: bench/extraction/*.json)")
     ex.add_argument("--baseline", help="an earlier report (--out) to print beside this one")
     for parser in (lo, mh):
         parser.add_argument("--ablate", action="store_true",

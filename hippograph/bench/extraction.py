@@ -175,6 +175,18 @@ def summarise(scored: Sequence[dict]) -> dict:
 
 
 def load_cases(path: Path) -> CaseFile:
+    """A case file; or a folder of the notes corpus (`bench/notes/README.md`), one writer's files as one
+    split named after the writer."""
+    if Path(path).is_dir():
+        from hippograph.notes_model import corpus
+
+        try:
+            seqs = corpus.load_all(sorted(Path(path).glob("*.json")))
+        except corpus.CorpusError as exc:
+            raise InvalidInput(f"{path} is not a corpus folder (see bench/notes/README.md): {exc}") from exc
+        if not seqs:
+            raise InvalidInput(f"{path}: no corpus files (*.json) in it")
+        return CaseFile.model_validate(corpus.as_cases(seqs, Path(path).name))
     try:
         return CaseFile.model_validate_json(Path(path).read_text())
     except OSError as exc:

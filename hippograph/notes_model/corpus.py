@@ -302,3 +302,36 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def as_cases(seqs: list[Sequence], split: str) -> dict[str, Any]:
+    """The sequences as a case file of `hippograph bench extraction` (`bench/extraction/README.md`): every
+    expected note with its kind and its slot as the topic, and every message that gives no note (assistant
+    and tool turns, user messages without a `states` or `changes` label) as `no_note`."""
+    kinds = {s["slot"]: s["kind"] for s in catalogue()["slots"]}
+
+    def kind_topic(e: dict[str, Any]) -> dict[str, str]:
+        slot = e.get("slot") or "other"
+        kind = e.get("kind") or kinds.get(slot, "fact")
+        return {"kind": kind, "topic": f"{slot}: {e['subject']}" if e.get("subject") else slot}
+
+    cases = []
+    for s in seqs:
+        sessions: dict[str, list[dict[str, Any]]] = {}
+        for m in s.messages:
+            msg = {"id": m.id, "role": m.role, "content": m.content, "timestamp": m.timestamp}
+            if m.name:
+                msg["name"] = m.name
+            sessions.setdefault(m.session_id, []).append(msg)
+        exp = s.expected
+        cases.append({
+            "id": s.id, "description": s.description,
+            "sessions": [{"session_id": sid, "messages": msgs} for sid, msgs in sessions.items()],
+            "expected": {
+                "current": [{**kind_topic(e), "keywords": e["keywords"], "source": e["source"]}
+                            for e in exp.get("current", [])],
+                "replaced": [{**kind_topic(e), "old": e["old"], "new": e["new"]} for e in exp.get("replaced", [])],
+                "retired": [{**kind_topic(e), "keywords": e["keywords"]} for e in exp.get("retired", [])],
+                "no_note": [m.id for m in s.messages if not m.gives_note],
+            }})
+    return {"split": split, "sequences": cases}

@@ -64,17 +64,18 @@ def _located(message: Message) -> list[tuple[int, int, Clause]]:
 
 
 def _label_of(start: int, end: int, spans: list[tuple[int, int, Clause]]) -> Clause | None:
-    best: Clause | None = None
-    best_overlap = 0
+    """The label of the clause the piece overlaps most; a clause that gives a note, when the piece holds
+    at least half of it, wins over the others (a piece holding "I moved to Leeds" and a greeting is a note)."""
+    best: tuple[bool, int] | None = None
+    found: Clause | None = None
     for a, b, c in spans:
         overlap = min(b, end) - max(a, start)
         if overlap <= 0:
             continue
-        holds_note = c.gives_note and overlap >= 0.5 * (b - a)
-        if (holds_note and not (best and best.gives_note)) or (
-                overlap > best_overlap and (c.gives_note or not (best and best.gives_note))):
-            best, best_overlap = c, overlap
-    return best
+        key = (c.gives_note and overlap >= 0.5 * (b - a), overlap)
+        if best is None or key > best:
+            best, found = key, c
+    return found
 
 
 def clause_rows(seqs: Sequence[CorpusSequence], nlp: Language) -> list[Row]:

@@ -51,7 +51,7 @@ def pieces(doc: Doc) -> list[Piece]:
             elif tok.i > sent.start and _starts_clause(tok):
                 at = tok.left_edge.i
                 # the joining word or comma before the new clause goes with it ("but I moved")
-                while at - 1 > sent.start and doc[at - 1].dep_ in _JOINERS and doc[at - 1].head.i == tok.i:
+                while at - 1 > sent.start and doc[at - 1].dep_ in _JOINERS and doc[at - 1].text not in ".!?":
                     at -= 1
                 if at > sent.start:
                     cuts.add(at)

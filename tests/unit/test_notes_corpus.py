@@ -97,3 +97,19 @@ def test_every_writers_files_pass_the_checker() -> None:
     assert writers == {p.parent.name for p in files}  # each folder is one writer, named as its files say
     ids = [(s.writer, s.id) for s in seqs]
     assert len(ids) == len(set(ids))
+
+
+def test_a_writers_folder_is_a_split_of_the_extraction_benchmark(tmp_path: Path) -> None:
+    from hippograph.bench.extraction import load_cases
+
+    folder = tmp_path / "wx"
+    folder.mkdir()
+    _write(folder, EXAMPLE)
+    cases = load_cases(folder)
+    assert cases.split == "wx"
+    [seq] = cases.sequences
+    assert [(e.kind, e.topic, e.keywords, e.source) for e in seq.expected.current] == [
+        ("fact", "responsibility", ["Nordics"], "m3"), ("decision", "decision: CI", ["Buildkite"], "m3")]
+    assert [(r.kind, r.old, r.new) for r in seq.expected.replaced] == [("fact", ["Benelux"], ["Nordics"])]
+    assert seq.expected.no_note == ["m2"]  # the assistant's turn; both user messages give notes
+    assert [m.role.value for s in seq.sessions for m in s.messages] == ["user", "assistant", "user"]
