@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hippograph.notes_model import corpus
+from hippograph.notes_model import corpus, judge
 from hippograph.notes_model.features import DIM, Row, clause_rows, matrix
 from hippograph.notes_model.linear import LinearModel, fit
 
@@ -199,3 +199,55 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
+             limits: judge.Thresholds | None = None) -> dict:
+    """The notes the judgement keeps over each sequence, message by message, scored as
+    `hippograph bench extraction` scores the pipeline's (`summarise` of `score_sequence`)."""
+    from datetime import UTC, datetime
+
+    from hippograph.bench.extraction import CaseFile, score_sequence, summarise
+    from hippograph.models import Note, NoteKind
+
+    limits = limits or judge.Thresholds()
+    multi = frozenset(multi_slots())
+    kinds = {s["slot"]: s["kind"] for s in corpus.catalogue()["slots"]}
+    acts = j.act.probabilities(x)
+    slots = j.slot.probabilities(_slot_x(x))
+
+    def same_thing(a: judge.Answer, n: judge.HeldNote) -> float:
+        f = pair_features(a.x[None, :], n.x[None, :], a.slots[None, :], n.slots[None, :])
+        return float(j.pair.probabilities(f)[0, j.pair.classes.index("same")])
+
+    by_seq: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_seq.setdefault(r.sequence, []).append(i)
+    cases = CaseFile.model_validate(corpus.as_cases(list(seqs), "simulated"))
+    scored = []
+    now = datetime.now(UTC)
+    for case in cases.sequences:
+        held: list[judge.HeldNote] = []
+        for i in by_seq.get(case.id, []):
+            answer = judge.Answer(dict(zip(j.act.classes, acts[i], strict=True)), slots[i], x[i])
+            judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, same_thing, limits,
+                             multi)
+        notes = [Note(id=str(k), user_id="u", kind=NoteKind(h.kind), text=h.text, slot=h.slot, valid_at=now,
+                      invalid_at=None if h.current else now, source_episode_ids=[h.source], confidence=1.0)
+                 for k, h in enumerate(held) if h.confidence >= limits.stated or not h.current]
+        ids = {str(m.id): str(m.id) for s in case.sessions for m in s.messages if m.id}
+        scored.append({"id": case.id, **score_sequence(case, notes, ids)})
+    return summarise(scored)
+
+
+def writers_out_notes(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
+                      limits: judge.Thresholds | None = None) -> dict[str, dict]:
+    """Each writer's sequences through a judgement trained on the other writers: the notes kept, scored."""
+    multi = multi_slots()
+    report = {}
+    for w in sorted({r.writer for r in rows}):
+        out = [i for i, r in enumerate(rows) if r.writer != w]
+        held = [i for i, r in enumerate(rows) if r.writer == w]
+        j = train([rows[i] for i in out], x[out], multi)
+        report[w] = simulate(j, [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held], limits)
+    return report
