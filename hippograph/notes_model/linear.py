@@ -48,6 +48,6 @@ def fit(x: np.ndarray, y: list[str] | np.ndarray, c: float = 1.0, balanced: bool
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-6] = 1.0
-    model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced" if balanced else None)
+    model = LogisticRegression(C=c, max_iter=1000, tol=1e-3, class_weight="balanced" if balanced else None)
     model.fit((x - mean) / scale, np.asarray(y))
     return LinearModel([str(k) for k in model.classes_], mean, scale, model.coef_, model.intercept_)

