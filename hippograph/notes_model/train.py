@@ -65,16 +65,23 @@ def pair_features(xa: np.ndarray, xb: np.ndarray, sa: np.ndarray, sb: np.ndarray
 
 
 def pairs(rows: Sequence[Row], note_rows: Sequence[int], multi: set[str]) -> list[tuple[int, int, bool]]:
-    """(earlier, later, same) for every two note-giving pieces of one sequence, from different messages."""
+    """(earlier, later, same) for the two note-giving pieces of one sequence, from different messages, that
+    the pair model is asked about: those where the later one is in a multi-valued or keyed slot (a single-
+    valued slot is replaced whatever the words). Those of the same slot are the hard cases (a second pet, a
+    decision on another subject); of the others, as many as those, the nearest in the sequence."""
     by_seq: dict[tuple[str, str], list[int]] = {}
     for i in note_rows:
         by_seq.setdefault((rows[i].writer, rows[i].sequence), []).append(i)
+    asked = multi | corpus.KEYED_SLOTS
     out = []
     for idx in by_seq.values():
         for j, b in enumerate(idx):
-            for a in idx[:j]:
-                if rows[a].message != rows[b].message:
-                    out.append((a, b, same_thing(rows[a], rows[b], multi)))
+            if rows[b].slot not in asked:
+                continue
+            earlier = [a for a in idx[:j] if rows[a].message != rows[b].message]
+            same_slot = [a for a in earlier if rows[a].slot == rows[b].slot]
+            others = [a for a in earlier if rows[a].slot != rows[b].slot][-max(len(same_slot), 1):]
+            out += [(a, b, same_thing(rows[a], rows[b], multi)) for a in same_slot + others]
     return out
 
 
