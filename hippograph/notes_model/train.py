@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -187,17 +188,74 @@ def writers_out(rows: Sequence[Row], x: np.ndarray) -> dict[str, dict[str, float
     return report
 
 
+NOTE_MEASURES = (("all precision", ("all", "precision")), ("all recall", ("all", "recall")),
+                 ("replacement accuracy", ("replacement_accuracy",)), ("retirement accuracy", ("retirement_accuracy",)),
+                 ("false-note rate", ("false_note_rate",)))
+
+
+def spread(report: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Each end-to-end measure over the writers: mean, lowest and highest."""
+    out = {}
+    for name, path in NOTE_MEASURES:
+        values = []
+        for measures in report.values():
+            v: Any = measures
+            for key in path:
+                v = v.get(key) if isinstance(v, dict) else None
+            if v is not None:
+                values.append(float(v))
+        if values:
+            out[name] = {"mean": round(float(np.mean(values)), 3), "min": round(min(values), 3),
+                         "max": round(max(values), 3)}
+    return out
+
+
+def table(report: dict[str, dict]) -> str:
+    writers = list(report)
+    lines = ["| measure | " + " | ".join(writers) + " | mean (min-max) |", "|---" * (len(writers) + 2) + "|"]
+    summary = spread(report)
+    for name, path in NOTE_MEASURES:
+        cells = []
+        for w in writers:
+            v: Any = report[w]
+            for key in path:
+                v = v.get(key) if isinstance(v, dict) else None
+            cells.append("-" if v is None else f"{v:.3f}")
+        s = summary.get(name)
+        lines.append(f"| {name} | " + " | ".join(cells) + (
+            f" | {s['mean']:.3f} ({s['min']:.3f}-{s['max']:.3f}) |" if s else " | - |"))
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
     ap.add_argument("--cache", type=Path, default=None, help="keep the feature matrix here, by corpus hash")
-    ap.add_argument("--writers-out", action="store_true", help="measure leave-one-writer-out; write no weights")
+    ap.add_argument("--writers-out", action="store_true",
+                    help="score each writer by a judgement trained on the other writers (clause by clause, and the "
+                         "notes kept over each sequence) beside the in-writer score; write no weights")
+    ap.add_argument("--report", type=Path, help="with --writers-out: write the JSON report here")
     args = ap.parse_args(argv)
     files = list(corpus.corpus_files(args.corpus))
+    if not files:
+        print(f"no corpus files under {args.corpus}", file=sys.stderr)
+        return 2
     rows, x = build(files, args.cache)
     if args.writers_out:
-        print(json.dumps(writers_out(rows, x), indent=1))
+        seqs = corpus.load_all(files)
+        multi = multi_slots()
+        everyone = train(rows, x, multi)
+        notes = writers_out_notes(seqs, rows, x)
+        in_writer = {w: simulate(everyone, [s for s in seqs if s.writer == w],
+                                 [r for r in rows if r.writer == w], x[[i for i, r in enumerate(rows) if r.writer == w]])
+                     for w in notes}
+        report = {"clauses": writers_out(rows, x), "notes": notes, "notes_in_writer": in_writer,
+                  "spread": spread(notes), "spread_in_writer": spread(in_writer)}
+        print("leave-one-writer-out: the notes kept over each sequence\n" + table(notes))
+        print("\nin-writer (trained on every writer, this one included)\n" + table(in_writer))
+        if args.report:
+            args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
     train(rows, x, multi_slots()).save(args.out)
     print(f"trained on {len(rows)} pieces of {len(files)} files; weights in {args.out}")
