@@ -262,8 +262,6 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
 
 
 def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
@@ -316,3 +314,7 @@ def writers_out_notes(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: n
         j = train([rows[i] for i in out], x[out], multi)
         report[w] = simulate(j, [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held], limits)
     return report
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
