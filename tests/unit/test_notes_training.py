@@ -95,3 +95,30 @@ def test_a_single_valued_slot_is_replaced_and_a_multi_valued_one_grows() -> None
     assert judge.decide(answer(1, "retracts"), "Rex died", "m5", notes, slots, kinds, about_rex, limits,
                         multi) == "retired"
     assert [n.current for n in notes] == [False, True, False, True]
+
+
+def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> None:
+    """`python -m hippograph.notes_model.train` on a small corpus of two writers: the weights it writes load
+    and answer, and --writers-out prints and writes the per-writer report."""
+    import json
+    import subprocess
+    import sys
+
+    for w in ("w2", "w7"):
+        first = json.loads(min((NOTES / w).glob("*.json")).read_text())
+        (tmp_path / "corpus" / w).mkdir(parents=True)
+        (tmp_path / "corpus" / w / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:2]}))
+    run = [sys.executable, "-m", "hippograph.notes_model.train", "--corpus", str(tmp_path / "corpus")]
+    made = subprocess.run([*run, "--out", str(tmp_path / "weights")], capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert made.returncode == 0, made.stderr
+    assert corpus.catalogue()["slots"] and train.Judgement.load(tmp_path / "weights").slot.classes
+    scored = subprocess.run([*run, "--writers-out", "--report", str(tmp_path / "report.json")], capture_output=True,
+                            text=True, timeout=600, check=False)
+    assert scored.returncode == 0, scored.stderr
+    assert "| all precision | " in scored.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert set(report["notes"]) == {"w2", "w7"} and set(report["spread"]) >= {"all precision", "false-note rate"}
+    empty = subprocess.run([*run[:-1], str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60,
+                           check=False)
+    assert empty.returncode == 2 and "no corpus files" in empty.stderr
