@@ -12,7 +12,6 @@ from fastapi.testclient import TestClient
 from hippograph.planner.context import SECTION_TITLES, ContextItem, date_header
 from hippograph.tokens import get_counter
 
-NOW = datetime.now(UTC).replace(microsecond=0)
 WEATHER = "Lisbon, 14-20 May: 22C and sunny every day, light wind from the north-west, no rain expected."
 TRAIN = "Madrid Chamartin 09:35 -> Lisbon Santa Apolonia 18:40, one change in Badajoz, 48 EUR, 12 seats left."
 PLACES = "Near Santa Apolonia: Ao 26 Vegan Food Project (4.7, closes 23:00), Jardim das Cerejas (4.5, buffet)."
@@ -23,7 +22,9 @@ QUERY = "What should I pack for Lisbon?"
 
 
 def at(minutes_ago: float) -> str:
-    return (NOW - timedelta(minutes=minutes_ago)).isoformat().replace("+00:00", "Z")
+    """A time this long before now (now when the messages are made: a result's validity is told against the
+    time the block is asked for, so they are made when the test runs, not when the module is read)."""
+    return (datetime.now(UTC) - timedelta(minutes=minutes_ago)).isoformat().replace("+00:00", "Z")
 
 
 def tool(mid: str, name: str, arguments: dict, content: str, minutes_ago: float) -> dict:
@@ -35,37 +36,41 @@ def say(mid: str, role: str, content: str, minutes_ago: float) -> dict:
     return {"id": mid, "role": role, "content": content, "timestamp": at(minutes_ago)}
 
 
-EARLIER = [
-    say("e1", "user", "I'm vegetarian, and I always prefer trains over flights when I travel.", 60 * 24 * 20),
-    say("e2", "assistant", "Noted: vegetarian, and trains rather than flights.", 60 * 24 * 20),
-    say("e3", "user", "My sister Ana lives in Porto, I visit her every summer.", 60 * 24 * 15),
-    say("e4", "user", "I pack light: one carry-on bag, never checked luggage.", 60 * 24 * 10),
-]
-# the weather is checked twice with the same answer, and the user's last question rests on it; the
-# train search falls between the pinned start and the recent window
-TRIP = [
-    say("t1", "user", "Hi! I'm planning a trip to Lisbon from 14 to 20 May. What's the weather going to be like?", 40),
-    tool("t2", "weather", {"city": "Lisbon"}, WEATHER, 39),
-    say("t3", "assistant", "It looks warm and dry all week, around 22 degrees.", 38),
-    say("t4", "user", "Great. Can you find me a train from Madrid on the 14th?", 35),
-    tool("t5", "trains", {"from": "Madrid", "to": "Lisbon", "date": "2024-05-14"}, TRAIN, 34),
-    say("t6", "assistant", "There is a morning train from Chamartin that arrives in the early evening.", 33),
-    say("t7", "user", "Any vegetarian places to eat near the station?", 30),
-    tool("t8", "places", {"near": "Santa Apolonia", "diet": "vegetarian"}, PLACES, 29),
-    say("t9", "assistant", "Two good ones are close by, one of them fully vegan.", 28),
-    say("t10", "user", "Lovely. Book the train please.", 20),
-    tool("t11", "book_train", {"train": "09:35 Madrid-Lisbon"}, BOOKING, 19),
-    say("t12", "assistant", "Done, your seat is booked and the ticket is in your inbox.", 18),
-    say("t13", "user", "Could you check the forecast once more?", 10),
-    tool("t14", "weather", {"City": " lisbon "}, WEATHER, 9),
-    say("t15", "assistant", "The forecast has not changed since the first check.", 8),
-    say("t16", "user", "Thanks. So given that forecast, what should I pack?", 2),
-]
+def earlier() -> list[dict]:
+    return [
+        say("e1", "user", "I'm vegetarian, and I always prefer trains over flights when I travel.", 60 * 24 * 20),
+        say("e2", "assistant", "Noted: vegetarian, and trains rather than flights.", 60 * 24 * 20),
+        say("e3", "user", "My sister Ana lives in Porto, I visit her every summer.", 60 * 24 * 15),
+        say("e4", "user", "I pack light: one carry-on bag, never checked luggage.", 60 * 24 * 10),
+    ]
+
+
+def trip() -> list[dict]:
+    """The weather is checked twice with the same answer, and the user's last question rests on it; the
+    train search falls between the pinned start and the recent window."""
+    return [
+        say("t1", "user", "Hi! I'm planning a trip to Lisbon from 14 to 20 May. What's the weather going to be like?", 40),
+        tool("t2", "weather", {"city": "Lisbon"}, WEATHER, 39),
+        say("t3", "assistant", "It looks warm and dry all week, around 22 degrees.", 38),
+        say("t4", "user", "Great. Can you find me a train from Madrid on the 14th?", 35),
+        tool("t5", "trains", {"from": "Madrid", "to": "Lisbon", "date": "2024-05-14"}, TRAIN, 34),
+        say("t6", "assistant", "There is a morning train from Chamartin that arrives in the early evening.", 33),
+        say("t7", "user", "Any vegetarian places to eat near the station?", 30),
+        tool("t8", "places", {"near": "Santa Apolonia", "diet": "vegetarian"}, PLACES, 29),
+        say("t9", "assistant", "Two good ones are close by, one of them fully vegan.", 28),
+        say("t10", "user", "Lovely. Book the train please.", 20),
+        tool("t11", "book_train", {"train": "09:35 Madrid-Lisbon"}, BOOKING, 19),
+        say("t12", "assistant", "Done, your seat is booked and the ticket is in your inbox.", 18),
+        say("t13", "user", "Could you check the forecast once more?", 10),
+        tool("t14", "weather", {"City": " lisbon "}, WEATHER, 9),
+        say("t15", "assistant", "The forecast has not changed since the first check.", 8),
+        say("t16", "user", "Thanks. So given that forecast, what should I pack?", 2),
+    ]
 
 
 @pytest.fixture(scope="module")
 def lea(client: TestClient) -> TestClient:
-    for session, messages in (("home", EARLIER), ("trip", TRIP)):
+    for session, messages in (("home", earlier()), ("trip", trip())):
         resp = client.post("/v1/memories", json={"user_id": "lea", "session_id": session, "messages": messages})
         assert resp.status_code == 200, resp.text
     return client
