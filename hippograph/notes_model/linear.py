@@ -43,7 +43,10 @@ class LinearModel:
 
 def fit(x: np.ndarray, y: list[str] | np.ndarray, c: float = 1.0, balanced: bool = False) -> LinearModel:
     """A model of `y` from `x` (deterministic: the same rows give the same numbers)."""
-    from sklearn.linear_model import LogisticRegression
+    try:
+        from sklearn.linear_model import LogisticRegression
+    except ImportError as exc:  # the server reads weights without it; training needs it
+        raise ImportError("training the notes judgement needs scikit-learn: pip install 'hippograph[train]'") from exc
 
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
