@@ -11,6 +11,7 @@ training what they see in use, whatever the writers' own cuts were.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,7 +72,6 @@ FEATURES = ("first_person", "second_person", "third_person", "question", "modal"
 
 def parse_features(span: Span) -> list[float]:
     """What the parse says of a clause, as numbers: who speaks of whom, mood, tense, polarity."""
-    import math
     words = [t for t in span if not t.is_punct and not t.is_space]
     lower = {t.lower_ for t in words}
     root = span.root

