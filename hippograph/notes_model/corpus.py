@@ -126,7 +126,8 @@ class _Checker:
         if not isinstance(text, str) or not text.strip():
             self.fail(at, "a label needs its clause (the words of the message it labels)")
             return None
-        if _norm(text) not in _norm(content):
+        said = _norm(content)
+        if _norm(text) not in said:
             self.fail(at, f"clause {text!r} is not in the message's content")
         if not isinstance(act, str) or act not in self.acts:
             self.fail(at, f"act {act!r} is not one of {', '.join(sorted(self.acts))}")
@@ -139,7 +140,7 @@ class _Checker:
         if act in SLOT_ACTS and not value:
             self.fail(at, f"a {act!r} label needs the value's key words")
         for v in value:
-            if not any(_norm(alt) in _norm(content) for alt in v.split("|")):
+            if not any(_norm(alt) in said for alt in v.split("|")):
                 self.fail(at, f"value key word {v!r} is not in the message")
         slot = raw.get("slot")
         kind = raw.get("kind") or (self.slots[slot]["kind"] if slot in self.slots else None)
