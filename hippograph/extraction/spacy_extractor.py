@@ -22,6 +22,21 @@ from hippograph.extraction import clause_notes, decisions, instructions, profile
 from hippograph.extraction.base import USER, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.bounds import PARSE_SHARE, Budget, bounded, one_token, pieces, precut
 from hippograph.extraction.collector import Collector
+from hippograph.extraction.predicates import (
+    child_of,
+    chunk_name,
+    clean,
+    has_arguments,
+    has_no,
+    head_part,
+    is_predicate,
+    kin_name,
+    object_type,
+    particle_adverb,
+    prep_objects,
+    step,
+    with_conj,
+)
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.extraction.subjects import restore_subjects
 from hippograph.models import Episode, EpisodeKind, NoteKind
@@ -39,17 +54,10 @@ LABEL_TYPES = {"PERSON": "Person", "ORG": "Organization", "GPE": "Location", "LO
                "FAC": "Location", "NORP": "Group", "PRODUCT": "Product", "EVENT": "Event",
                "WORK_OF_ART": "Work", "DATE": "Date", "TIME": "Date", "LANGUAGE": "Language"}  # fmt: skip
 NUMERIC_LABELS = word_set("CARDINAL ORDINAL QUANTITY MONEY PERCENT")
-# Object types implied by a predicate, used when NER gives nothing better.
-TYPE_HINTS = {"WORKS_AT": "Organization", "WORKS_FOR": "Organization", "LIVES_IN": "Location",
-              "MOVES_TO": "Location", "MOVES_FROM": "Location", "IS_FROM": "Location",
-              "IS_BORN_IN": "Location"}  # fmt: skip
-WEAK_TYPES = word_set("Thing Concept Event Product Work Group")
-LANGUAGE_VERBS = ("SPEAK", "LEARN", "TEACH", "STUD", "PRACTI")
 # Prepositions that usually introduce an adjunct (purpose, time), not an argument of the verb.
 ADJUNCT_PREPS = word_set("for during after before since until because like as about through over without "
                          "despite than per via towards toward")
 COPULA_PREPS = word_set("from in at into")  # "I'm from Boston", not "I'm up for it"
-PARTICLE_ADVERBS = word_set("forward back away out up down off")
 PCOMP_REWRITES = {("think", "of"): ("CONSIDERS", "consider"), ("think", "about"): ("CONSIDERS", "consider")}
 # Objects that name nothing ("a lot", "my best"), and light-verb objects ("had a blast", "took a look").
 VAGUE_HEADS = word_set("lot lots bit ton tons load loads much many few more most other others best stuff "
@@ -66,7 +74,6 @@ _ABSOLUTE_DATE = re.compile(  # dates worth a node: "May 5", "2019", "5/12"; not
 _DATED_SLOTS = frozenset({"fact:work_at", "fact:live_in", "fact:title", "fact:manage", "fact:manager", "fact:team"})
 #: The share of the time left that the pass over a user's wishes may take; the pass over facts has the rest.
 _WISHES_SHARE = 0.5
-_TRIM_DEPS = word_set("det poss predet punct cc nummod case neg prep advmod")
 Argument = tuple[Parts, tuple[str, ...], "Token"]  # predicate parts, verbs passed through, object
 
 
@@ -166,7 +173,7 @@ class _Reader:
             for ent in self.ents.get(sent.start, ()):
                 type_ = LABEL_TYPES.get(ent.label_)
                 if type_ is not None and (type_ != "Date" or _ABSOLUTE_DATE.search(ent.text)):
-                    ref = self._named(_clean(ent.text), type_)
+                    ref = self._named(clean(ent.text), type_)
                     self.out.entity(ref.name, ref.type, self.episode_id)
             if not rules.is_question(sent):
                 if user and not self.retracting:
@@ -256,7 +263,7 @@ class _Reader:
             background = verb.dep_ == "advcl" and (lemma(verb) == "be" or any(  # "when I was a kid"
                 c.dep_ == "mark" and c.lower_ in ("when", "whenever", "while", "once", "before", "after", "until")
                 for c in verb.children))
-            if not _is_predicate(verb) or background or rules.is_irrealis(verb):
+            if not is_predicate(verb) or background or rules.is_irrealis(verb):
                 continue
             negated = rules.is_negated(verb)
             for subject in self._subjects(verb):
@@ -276,7 +283,7 @@ class _Reader:
 
     def _frames(self, verb: Token, subject: Token, negated: bool) -> list[Frame] | None:
         """The frames of one clause; None when its subject is unknown (he, it, the company ...)."""
-        poss = _child(subject, "poss")
+        poss = child_of(subject, "poss")
         if lemma(verb) == "be" and subject.pos_ == "NOUN" and poss is not None:
             return list(self._possessive_frames(verb, subject, poss, negated))
         subj = self._subject_ref(subject)
@@ -286,7 +293,7 @@ class _Reader:
         for parts, via, obj in self._arguments(verb):
             light = len(parts) == 1 and lemma(verb) in LIGHT_VERBS and obj.lemma_.lower() in LIGHT_OBJECTS
             ref = None if light or obj.pos_ in ("ADJ", "ADV") else self.ref(obj)
-            frames.append(Frame(subj, parts, obj, ref, verb, via, negated or _has_no(obj)))
+            frames.append(Frame(subj, parts, obj, ref, verb, via, negated or has_no(obj)))
         return frames
 
     def _emit(self, frames: list[Frame], sent: Span) -> None:
@@ -296,7 +303,7 @@ class _Reader:
                 continue
             if ref.name == frame.subject.name:
                 continue
-            obj_type = _object_type(predicate, ref.type)
+            obj_type = object_type(predicate, ref.type)
             strong = obj_type != ref.type or frame.kind != "verb"  # a type the predicate or kinship implies
             self.out.entity(frame.subject.name, frame.subject.type, self.episode_id)
             self.out.entity(ref.name, obj_type, self.episode_id, strong=strong)
@@ -306,33 +313,33 @@ class _Reader:
 
     # ------------------------------------------------------------------------------------ arguments
     def _arguments(self, verb: Token) -> Iterator[Argument]:
-        if lemma(verb) == "be" and _child(verb, "auxpass") is None:
+        if lemma(verb) == "be" and child_of(verb, "auxpass") is None:
             yield from self._copula(verb)
-        yield from self._chain(verb, (_head_part(verb),), ())
+        yield from self._chain(verb, (head_part(verb),), ())
 
     def _copula(self, verb: Token) -> Iterator[Argument]:
         """'Alice is the manager of X': MANAGER_OF; 'I am a nurse': IS_A; 'allergic to X': IS_ALLERGIC_TO."""
         for child in verb.children:
             word = child.lemma_.lower()
             if child.dep_ == "attr" and child.pos_ in ("NOUN", "PROPN"):
-                preps = list(_prep_objects(child))
+                preps = list(prep_objects(child))
                 yield from ((((word.upper(), f"be_{word}"), (p.upper(), p)), (), obj) for p, obj in preps)
                 indefinite = any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in child.children)
                 parts: Parts = (("IS_A" if indefinite else "IS", "be"),)
-                yield from ((parts, (), obj) for obj in (_with_conj(child) if not preps else ()))
+                yield from ((parts, (), obj) for obj in (with_conj(child) if not preps else ()))
             elif child.dep_ == "acomp":
-                for prep, obj in _prep_objects(child):
+                for prep, obj in prep_objects(child):
                     yield (("IS", "be"), (word.upper(), word), (prep.upper(), prep)), (), obj
 
     def _chain(self, verb: Token, parts: Parts, via: tuple[str, ...]) -> Iterator[Argument]:
         """Arguments of a verb and of the verbs it controls: 'decided to use X', 'thinking of working in'."""
         copula = lemma(verb) == "be"
-        particles = [c for c in verb.children if c.dep_ == "prt" or _particle_adverb(c)] if not copula else []
+        particles = [c for c in verb.children if c.dep_ == "prt" or particle_adverb(c)] if not copula else []
         parts = parts + tuple((c.text.upper(), c.lower_) for c in particles)
         dobjs = [c for c in verb.children if c.dep_ == "dobj"]
         if not dobjs and not copula:  # "I love hiking.": the small model makes the object a noun xcomp
             dobjs = [c for c in verb.children if c.dep_ == "xcomp" and c.pos_ in ("NOUN", "PROPN")]
-        yield from ((parts, via, obj) for dobj in dobjs for obj in _with_conj(dobj))
+        yield from ((parts, via, obj) for dobj in dobjs for obj in with_conj(dobj))
         heads = (verb, *particles)  # "look forward to X": the small model hangs "to" on "forward"
         preps = sorted((c for h in heads for c in h.rights if c.dep_ == "prep"), key=lambda t: t.i)
         for n, prep in enumerate(preps):
@@ -342,16 +349,16 @@ class _Reader:
             with_prep = parts + ((prep.text.upper(), prep.lower_),)
             for child in prep.children:
                 if child.dep_ == "pobj":
-                    yield from ((with_prep, via, obj) for obj in _with_conj(child))
+                    yield from ((with_prep, via, obj) for obj in with_conj(child))
                 elif child.dep_ == "pcomp" and child.pos_ == "VERB" and child.i not in self.ent_of:
                     lead = PCOMP_REWRITES.get((parts[-1][1], prep.lower_))
                     stem = (lead,) if lead and len(parts) == 1 else with_prep
-                    yield from self._chain(child, (*stem, _step(child)), (*via, lemma(child)))
+                    yield from self._chain(child, (*stem, step(child)), (*via, lemma(child)))
         for xcomp in (c for c in verb.children if c.dep_ == "xcomp" and c.pos_ == "VERB" and not copula):
-            if _has_arguments(xcomp) and xcomp.i not in self.ent_of:
-                yield from self._chain(xcomp, (*parts, _step(xcomp)), (*via, lemma(xcomp)))
+            if has_arguments(xcomp) and xcomp.i not in self.ent_of:
+                yield from self._chain(xcomp, (*parts, step(xcomp)), (*via, lemma(xcomp)))
             elif xcomp.tag_ == "VBG" or lemma(verb) in rules.SENTIMENT or xcomp.i in self.ent_of:
-                yield from ((parts, via, obj) for obj in _with_conj(xcomp))
+                yield from ((parts, via, obj) for obj in with_conj(xcomp))
 
     def _possessive_frames(self, verb: Token, subject: Token, poss: Token, negated: bool) -> Iterator[Frame]:
         """'My birthday is May 5' -> (owner)-[HAS_BIRTHDAY]->(May 5); objects are names, dates, numbers."""
@@ -361,7 +368,7 @@ class _Reader:
         words = [c.lower_ for c in subject.lefts if c.dep_ in ("amod", "compound")] + [subject.lemma_.lower()]
         words = ["favourite" if w == "favorite" else w for w in words]
         parts: Parts = (("HAS", "have"), *((w.upper(), w) for w in words))
-        objects = [o for c in verb.children if c.dep_ in ("attr", "acomp") for o in _with_conj(c)]
+        objects = [o for c in verb.children if c.dep_ in ("attr", "acomp") for o in with_conj(c)]
         kin, favourite = words[-1] in rules.KIN, words[0] == "favourite"
         for obj in objects:
             named = obj.i in self.ent_of or obj.pos_ == "PROPN"
@@ -377,7 +384,7 @@ class _Reader:
     def _kin_frames(self, sent: Span) -> Iterator[Frame]:
         """'My sister Emma ...' / 'Emma, my sister, ...' -> (owner)-[HAS_SISTER]->(Emma)."""
         for tok in sent:
-            poss, name = _child(tok, "poss"), _kin_name(tok)
+            poss, name = child_of(tok, "poss"), kin_name(tok)
             if tok.pos_ != "NOUN" or tok.lemma_.lower() not in rules.KIN or poss is None or name is None:
                 continue
             owner, person = self._subject_ref(poss), self.ref(name)
@@ -390,12 +397,12 @@ class _Reader:
         if (known := self.subjects_of.get(verb.i)) is not None:  # a chain of coordinated verbs: walked once
             return known
         subjects = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
-        if not subjects and verb.dep_ == "conj" and _is_predicate(verb.head):
+        if not subjects and verb.dep_ == "conj" and is_predicate(verb.head):
             found = self._subjects(verb.head)
         elif verb.dep_ == "relcl":  # "Bob, who lives in Boston"; "the help I got" says too little
             found = [verb.head] if subjects and subjects[0].lower_ in ("who", "that", "which") else []
         else:
-            found = [s for subject in subjects for s in _with_conj(subject)]
+            found = [s for subject in subjects for s in with_conj(subject)]
         self.subjects_of[verb.i] = found
         return found
 
@@ -404,7 +411,7 @@ class _Reader:
         named = next((c for c in tok.children if c.dep_ == "appos" and c.pos_ == "PROPN"), tok)
         if named.lower_ in self.sp.user_names:
             return Ref(USER, "Person")
-        titled = named.is_title and named.i != named.sent.start and _child(named, "det") is None
+        titled = named.is_title and named.i != named.sent.start and child_of(named, "det") is None
         if named.pos_ in ("PRON", "PROPN") or named.i in self.ent_of or titled:
             return self.ref(named)
         return None
@@ -420,102 +427,20 @@ class _Reader:
             return None
         if ent is not None and ent.label_ in LABEL_TYPES:
             type_ = LABEL_TYPES[ent.label_]
-            return self._named(_clean(ent.text), type_, linkable=type_ != "Date")
+            return self._named(clean(ent.text), type_, linkable=type_ != "Date")
         if tok.lemma_.lower() in VAGUE_HEADS:  # "a lot of books" -> books
-            of = next((o for _, o in _prep_objects(tok) if o.head.lower_ == "of"), None)
+            of = next((o for _, o in prep_objects(tok) if o.head.lower_ == "of"), None)
             return self.ref(of) if of is not None else None
         if tok.pos_ == "NUM" or tok.like_num:
             return None
         if tok.pos_ == "VERB":
             return Ref(tok.lower_ if tok.tag_ == "VBG" else rules.gerund(lemma(tok)), "Concept")
-        name = _chunk_name(tok)
-        mass = tok.tag_ == "NN" and _child(tok, "det") is None
+        name = chunk_name(tok)
+        mass = tok.tag_ == "NN" and child_of(tok, "det") is None
         return self._named(name, "Concept" if mass else "Thing") if name else None
 
     def _named(self, name: str, type_: str, linkable: bool = True) -> Ref:
         return Ref(USER, "Person") if name.lower() in self.sp.user_names else Ref(name, type_, linkable)
-
-
-# ---------------------------------------------------------------------------------------------- helpers
-def _object_type(predicate: str, found: str) -> str:
-    """NER types corrected by the predicate: 'works at Acme' is an organization, 'learns Spanish' a
-    language."""
-    hint = TYPE_HINTS.get(predicate)
-    if hint and found in WEAK_TYPES:
-        return hint
-    return "Language" if found == "Group" and any(v in predicate for v in LANGUAGE_VERBS) else found
-
-
-def _child(tok: Token, dep: str) -> Token | None:
-    return next((c for c in tok.children if c.dep_ == dep), None)
-
-
-def _with_conj(tok: Token) -> list[Token]:
-    return [tok, *(c for c in tok.conjuncts if c.i > tok.i)]
-
-
-def _has_no(obj: Token) -> bool:
-    """'I have no kids': the negation is on the object."""
-    return any(c.dep_ == "det" and c.lower_ == "no" for c in obj.children)
-
-
-def _particle_adverb(tok: Token) -> bool:
-    return tok.dep_ == "advmod" and tok.lower_ in PARTICLE_ADVERBS and tok.i == tok.head.i + 1
-
-
-def _is_predicate(tok: Token) -> bool:
-    if tok.pos_ in ("VERB", "AUX"):
-        return tok.dep_ not in ("aux", "auxpass")
-    if tok.pos_ != "NOUN" or tok.tag_ != "NN":  # the small model tags some verbs as nouns: "and work at"
-        return False
-    if tok.dep_ == "ROOT":
-        return _child(tok, "nsubj") is not None
-    plain = not any(c.dep_ in ("det", "poss", "amod", "compound") for c in tok.children)
-    return tok.dep_ == "conj" and tok.head.pos_ == "VERB" and plain and _child(tok, "prep") is not None
-
-
-def _has_arguments(verb: Token) -> bool:
-    return any(c.dep_ in ("dobj", "prep", "xcomp", "attr", "acomp", "ccomp", "prt") for c in verb.children)
-
-
-def _head_part(verb: Token) -> tuple[str, str]:
-    """The first predicate word: MANAGES/manage, IS_BORN/be_born (passive), PLANS/plan ('going to')."""
-    if _child(verb, "auxpass") is not None and verb.tag_ == "VBN":
-        return f"IS_{verb.lower_.upper()}", f"be_{verb.lower_}"
-    if lemma(verb) == "go" and verb.tag_ == "VBG" and _child(verb, "xcomp") is not None:
-        return "PLANS", "plan"
-    if lemma(verb) == "use" and verb.tag_ == "VBD" and _child(verb, "xcomp") and not _child(verb, "dobj"):
-        return "USED", "used"  # "I used to live in Boston"
-    return rules.third_person(lemma(verb)).upper(), lemma(verb)
-
-
-def _step(verb: Token) -> tuple[str, str]:
-    """A controlled verb in a predicate: TO_USE (decided to use), WORKING (thinking of working)."""
-    if any(c.dep_ == "aux" and c.tag_ == "TO" for c in verb.children):
-        return f"TO_{lemma(verb).upper()}", lemma(verb)
-    return (verb.lower_ if verb.tag_ == "VBG" else lemma(verb)).upper(), lemma(verb)
-
-
-def _prep_objects(tok: Token) -> Iterator[tuple[str, Token]]:
-    for prep in (c for c in tok.children if c.dep_ == "prep"):
-        for pobj in (c for c in prep.children if c.dep_ == "pobj"):
-            yield from ((prep.lower_, obj) for obj in _with_conj(pobj))
-
-
-def _kin_name(tok: Token) -> Token | None:
-    appos = next((c for c in tok.children if c.dep_ == "appos" and c.pos_ == "PROPN"), None)
-    if appos is None and tok.dep_ in ("appos", "compound") and tok.head.pos_ == "PROPN":
-        return tok.head
-    return appos
-
-
-def _chunk_name(tok: Token) -> str:
-    """The noun phrase ending at `tok` without determiners and possessives: 'the whole country' -> ..."""
-    span = tok.doc[tok.left_edge.i : tok.i + 1]
-    start = 0
-    while start < len(span) - 1 and (span[start].dep_ in _TRIM_DEPS or span[start].pos_ in ("DET", "PRON")):
-        start += 1
-    return _clean(span[start:].text)
 
 
 def _joined(docs: list[Doc]) -> Doc:
@@ -523,11 +448,6 @@ def _joined(docs: list[Doc]) -> Doc:
     from spacy.tokens import Doc
 
     return Doc.from_docs(docs, ensure_whitespace=False)
-
-
-def _clean(name: str) -> str:
-    name = re.sub(r"^(the|a|an)\s+", "", name.strip(), flags=re.IGNORECASE)
-    return re.sub(r"('s|’s)$", "", name).strip(" \t\n\"'“”‘’.,;:!?()[]")
 
 
 # ---------------------------------------------------------------------------------------------- extractor
