@@ -9,9 +9,11 @@
   request was answered and until every turn was searchable (the background finished).
 
 Each is run once per `--precisions` (MiniLM's `embeddings.precision`: int8, the default, and fp32 beside
-it as the baseline), alternating, so both see the same machine.
+it as the baseline) and per `--notes` (who decides the notes: the learned judgement, the default, and the
+rules alone beside it), alternating, so all see the same machine; `--rounds` runs the single stream again.
 
     python bench/ingest_speed.py --out bench/results/ingest-speed.json
+    python bench/ingest_speed.py --precisions int8 --notes learned,rules --rounds 3 --no-locomo --out F.json
 """
 
 from __future__ import annotations
@@ -34,14 +36,15 @@ from hippograph.config import Settings
 from hippograph.datasets import locomo_batches
 
 
-def settings(precision: str) -> Settings:
+def settings(precision: str, notes: str = "learned") -> Settings:
     base = Settings()
-    return base.model_copy(update={"embeddings": base.embeddings.model_copy(update={"precision": precision})})
+    return base.model_copy(update={"embeddings": base.embeddings.model_copy(update={"precision": precision}),
+                                   "extraction": base.extraction.model_copy(update={"notes": notes})})
 
 
-def single_stream(n: int, precision: str) -> dict:
+def single_stream(n: int, precision: str, notes: str = "learned") -> dict:
     stream = generate(7, n + 1)
-    with tempfile.TemporaryDirectory() as tmp, bench_service(Path(tmp), settings(precision)) as s:
+    with tempfile.TemporaryDirectory() as tmp, bench_service(Path(tmp), settings(precision, notes)) as s:
         s.remember("warm-up", "w", None, [stream.messages[0][2]])
         spent = {"extract": 0.0, "embed": 0.0}
         extract, embed = s.ingestor.extractor.extract, s.indexer.embedder.embed
@@ -86,15 +89,23 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=REPO.parent / "shared" / "data" / "locomo" / "locomo_dev5.json")
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--precisions", default="int8,fp32", help="MiniLM precisions, comma-separated")
+    parser.add_argument("--notes", default="learned", help="who decides the notes: learned, rules, comma-separated")
+    parser.add_argument("--rounds", type=int, default=1, help="single-stream runs of each variant")
+    parser.add_argument("--no-locomo", action="store_true", help="the single stream only")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     precisions = args.precisions.split(",")
+    notes = args.notes.split(",")
     load_before = os.getloadavg()[0]
     report: dict = {"command": " ".join(["python", *sys.argv]), "single_stream": {}, "locomo": {}}
-    for precision in precisions:
-        report["single_stream"][precision] = row = single_stream(args.messages, precision)
-        print("single stream", precision, json.dumps(row), flush=True)
-    for sample in json.loads(args.locomo.read_text()):
+    for r in range(args.rounds):
+        for precision in precisions:
+            for who in notes:
+                key = precision if notes == ["learned"] else f"{precision} notes={who}"
+                key = key if args.rounds == 1 else f"{key} round {r + 1}"
+                report["single_stream"][key] = row = single_stream(args.messages, precision, who)
+                print("single stream", key, json.dumps(row), flush=True)
+    for sample in [] if args.no_locomo else json.loads(args.locomo.read_text()):
         for wait in (True, False):
             for precision in precisions:
                 key = f"{sample['sample_id']} {'waited' if wait else 'wait=false'} {precision}"

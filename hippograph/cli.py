@@ -309,7 +309,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
             extraction.DEFAULT_CASES.glob("*.json"))
         if not cases:
             raise InvalidInput(f"--cases: no case files given, and none in {extraction.DEFAULT_CASES}")
-        extraction.run(cases, _out(args), workdir, Path(args.baseline) if args.baseline else None)
+        if args.writers_out:
+            if args.baseline or workdir:
+                raise InvalidInput("--writers-out makes a service per writer: not with --baseline or --workdir")
+            extraction.run_writers_out(cases, _out(args), Path(args.corpus), Path(args.cache) if args.cache else None)
+        else:
+            extraction.run(cases, _out(args), workdir, Path(args.baseline) if args.baseline else None)
     elif args.bench == "concurrency":
         from hippograph.bench import concurrency
 
@@ -365,6 +370,12 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--cases", help="comma-separated case files, or folders of the notes corpus (one writer each: "
                                     "bench/notes/w1 ...) (default: bench/extraction/*.json)")
     ex.add_argument("--baseline", help="an earlier report (--out) to print beside this one")
+    ex.add_argument("--writers-out", action="store_true",
+                    help="score each corpus folder of --cases with the notes judgement trained on the other writers "
+                         "(leave-one-writer-out) and with the one trained on all of them (in-writer), with the spread")
+    ex.add_argument("--corpus", default="bench/notes", help="with --writers-out: the corpus the judgements are "
+                                                            "trained on (default bench/notes)")
+    ex.add_argument("--cache", help="with --writers-out: keep the corpus's feature matrix in this folder")
     for parser in (lo, mh):
         parser.add_argument("--ablate", action="store_true",
                             help="also run Hippograph with each retrieval route switched off, one at a time")

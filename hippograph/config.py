@@ -109,6 +109,13 @@ class ExtractionSettings(BaseModel):
         3, ge=1, le=100, description="Failed attempts at processing a message (errors of the message, not of a backend "
                                      "that is down) before it is quarantined: kept and listed (GET "
                                      "/v1/admin/quarantine, `hippograph doctor`), no longer retried.")
+    notes: Literal["learned", "rules"] = Field(
+        "learned", description="Who decides, for the spaCy extractor, which clauses of a user's messages are long-term "
+                               "notes, their slot and what they replace: the judgement learned from the notes corpus "
+                               "(`hippograph.notes_model`), or the hand-written rules alone.")
+    notes_weights: Path | None = Field(
+        None, description="A folder of notes judgement weights (`python -m hippograph.notes_model.train --out DIR`) "
+                          "used instead of the packaged ones.")
     max_backlog: int = Field(
         10_000, ge=0, le=10_000_000, description='Messages of "wait": false writes this process may hold for '
                                                  'extraction; past it such writes are extracted before the '
@@ -167,6 +174,11 @@ class SessionSettings(BaseModel):
 class ProfileSettings(BaseModel):
     max_items: int = Field(
         200, ge=1, description="Current long-term items per user; past it the least sure, oldest are retired.")
+    stated_confidence: float | None = Field(
+        None, ge=0.0, le=1.0,
+        description="The least confidence a note needs to be stated to the agent in a context block; one below it is "
+                    "a candidate (in the profile and its history, stated once it is said again or confirmed). "
+                    "Default: the threshold chosen on the notes corpus with the learned judgement (0 without it).")
 
 
 class WorldSettings(BaseModel):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -53,6 +53,9 @@ from hippograph.records import (
     relation_record,
 )
 from hippograph.vectors.indexer import Indexer
+
+if TYPE_CHECKING:
+    from hippograph.notes_model.learned import LearnedNotes
 
 log = logging.getLogger("hippograph.ingest")
 
@@ -95,6 +98,7 @@ class Ingestor:
         world: WorldSettings | None = None, profile: ProfileSettings | None = None,
         fallback: Extractor | None = None,
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None, max_attempts: int = 3,
+        learned: LearnedNotes | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -112,7 +116,7 @@ class Ingestor:
         self.tool_output_chars = tool_output_chars
         self.world = world or WorldSettings()
         self.profile = profile or ProfileSettings()
-        self.notes = NoteWriter(graph, indexer.embedder, self.profile)
+        self.notes = NoteWriter(graph, indexer.embedder, self.profile, learned)
         self.failures = Failures(graph, max_attempts)
         self.lock = threading.Lock()  # one writer: sequence numbers and supersession stay consistent
         self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippograph-embed")
@@ -434,6 +438,8 @@ class Ingestor:
         return self._extract(episodes, result), ahead
 
     def _finish(self, episodes: list[Episode], ex: Extraction, ahead: Future | None, result: IngestResult) -> None:
+        if self.notes.learned is not None and ex.clauses:  # which clauses are notes: the learned judgement says
+            ex = ex.model_copy(update={"notes": self.notes.learned.notes(episodes, ex)})
         ex = bounded(ex)
         names = {e.id: e.client_id or e.id for e in episodes}
         result.warnings += [f"{names.get(ep, ep)}: {why}" for ep, why in ex.incomplete.items()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -24,6 +25,9 @@ from hippograph.note_changes import (
     role_changed,
 )
 from hippograph.vectors.base import Embedder, cosine_zero
+
+if TYPE_CHECKING:
+    from hippograph.notes_model.learned import LearnedNotes
 
 _NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "with", "from", "by", "now", "still",
                         "really", "very", "also", "just", "my", "our", "and", "or", "but", "than", "more", "over"})
@@ -59,8 +63,10 @@ def confirmed(confidence: float) -> float:
 
 
 class NoteWriter:
-    def __init__(self, graph: GraphStore, embedder: Embedder, profile: ProfileSettings) -> None:
+    def __init__(self, graph: GraphStore, embedder: Embedder, profile: ProfileSettings,
+                 learned: LearnedNotes | None = None) -> None:
         self.graph, self.embedder, self.profile = graph, embedder, profile
+        self.learned = learned  # decides what a judged note replaces (`ExtractedNote.judged`)
 
     @staticmethod
     def _near_duplicate(n: ExtractedNote, current: list[Note]) -> Note | None:
@@ -93,18 +99,20 @@ class NoteWriter:
         events: list[AuditEvent] = []
         for n in ex.notes:
             at = when.get(n.episode_id, utcnow())
-            if n.slot.startswith(RETRACT):
+            also: list[Note] = []  # more current notes the new one replaces (the judgement's related slots)
+            if n.judged is not None and self.learned is not None:
+                found = self.learned.replaced(n.judged, n.text, self.graph.list_notes(user_id))
+                if n.judged.act == "retracts":
+                    for note in found:
+                        events += self._retire(user_id, note, at, stale, actor)
+                    continue
+                current, also = (found[0], found[1:]) if found else (None, [])
+            elif n.slot.startswith(RETRACT):
                 events += self._retract(user_id, n.slot[len(RETRACT):], at, stale, actor)
                 continue
-            now = self.graph.list_notes(user_id)  # the current notes, as the notes before this one left them
-            if (kind := revision_kind(n.slot)) is not None:
-                old = revised(kind, n.text, now, self.embedder.embed, cosine_zero(self.embedder))
-                n = n.model_copy(update={"slot": old.slot if old else n.slot.split(":", 2)[-1]})
-            current = self.graph.current_note_by_slot(user_id, n.slot) or self._near_duplicate(n, now)
-            if current is None and n.episode_id in texts:
-                said = texts[n.episode_id]
-                current = named_old(n.kind, n.slot, n.text, said, now, n.episode_id) or \
-                    role_changed(n.slot, said, now, n.episode_id)
+            else:
+                current, slot = self._rules_current(user_id, n, texts)
+                n = n.model_copy(update={"slot": slot})
             if current is not None and current.text.lower() == n.text.lower():
                 if n.episode_id not in current.source_episode_ids:
                     current.source_episode_ids.append(n.episode_id)
@@ -126,10 +134,10 @@ class NoteWriter:
                 continue
             self.graph.add_note(note)
             events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None, at))
-            if current is not None:
-                self.graph.supersede_note(current.id, note.id, at)
-                stale.append(current.id)
-                events.append(audit_event(user_id, actor, "supersede", current.id, current.text, note.id, at))
+            for old in [current, *also] if current is not None else []:
+                self.graph.supersede_note(old.id, note.id, at)
+                stale.append(old.id)
+                events.append(audit_event(user_id, actor, "supersede", old.id, old.text, note.id, at))
             touched.append(note)
             changes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
                                            superseded=current.id if current else None))
@@ -138,14 +146,32 @@ class NoteWriter:
         self.graph.add_audit(events)
         return touched
 
+    def _rules_current(self, user_id: str, n: ExtractedNote, texts: dict[str, str]) -> tuple[Note | None, str]:
+        """The current note the rules find a new note replaces (or says again), and the new note's slot."""
+        now = self.graph.list_notes(user_id)  # the current notes, as the notes before this one left them
+        slot = n.slot
+        if (kind := revision_kind(slot)) is not None:
+            old = revised(kind, n.text, now, self.embedder.embed, cosine_zero(self.embedder))
+            slot = old.slot if old else slot.split(":", 2)[-1]
+            n = n.model_copy(update={"slot": slot})
+        current = self.graph.current_note_by_slot(user_id, slot) or self._near_duplicate(n, now)
+        if current is None and n.episode_id in texts:
+            said = texts[n.episode_id]
+            current = named_old(n.kind, slot, n.text, said, now, n.episode_id) or \
+                role_changed(slot, said, now, n.episode_id)
+        return current, slot
+
+    def _retire(self, user_id: str, note: Note, at: datetime, stale: list[str], actor: str) -> list[AuditEvent]:
+        self.graph.supersede_note(note.id, None, at)
+        stale.append(note.id)
+        return [audit_event(user_id, actor, "retire", note.id, note.text, at=at)]
+
     def _retract(self, user_id: str, topic: str, at: datetime, stale: list[str], actor: str) -> list[AuditEvent]:
         """'Forget what I said about tables': the current notes about it are retired, kept in the history."""
         events = []
         for note in retracted(topic, self.graph.list_notes(user_id), self.embedder.embed,
                               cosine_zero(self.embedder)):
-            self.graph.supersede_note(note.id, None, at)
-            stale.append(note.id)
-            events.append(audit_event(user_id, actor, "retire", note.id, note.text, at=at))
+            events += self._retire(user_id, note, at, stale, actor)
         return events
 
     def _retire_over_cap(self, user_id: str, stale: list[str]) -> list[AuditEvent]:

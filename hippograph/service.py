@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +63,9 @@ from hippograph.vectors.base import VectorFilter
 from hippograph.vectors.indexer import Indexer
 from hippograph.write_entry import WriteEntry, for_user
 
+if TYPE_CHECKING:
+    from hippograph.notes_model.learned import LearnedNotes
+
 log = logging.getLogger("hippograph.service")
 
 #: a note in the context block cites its latest sayings (the profile endpoint lists them all)
@@ -97,7 +101,7 @@ class Hippograph(WriteEntry):
         resolver: Callable[[GraphStore, str, Extraction], Extraction] | None = None,
         guard: StorageGuard | None = None, phrases: Callable[[str], list[str]] | None = None,
         background_workers: int = 2, max_backlog: int = 10_000, concurrent_reads: int = 0, concurrent_writes: int = 0,
-        max_attempts: int = 3,
+        max_attempts: int = 3, learned: LearnedNotes | None = None,
     ) -> None:
         self.graph = graph
         self.indexer = indexer
@@ -108,8 +112,12 @@ class Hippograph(WriteEntry):
         self.max_content_chars = max_content_chars
         self.max_word_chars = max_word_chars
         self.ingestor = Ingestor(graph, indexer, extractor, tool_output_chars, world, profile,
-                                 fallback=fallback_extractor, resolver=resolver, max_attempts=max_attempts)
-        self.retriever = Retriever(graph, indexer, phrases)
+                                 fallback=fallback_extractor, resolver=resolver, max_attempts=max_attempts,
+                                 learned=learned)
+        profile = profile or ProfileSettings()
+        self.stated = profile.stated_confidence if profile.stated_confidence is not None else \
+            learned.limits.stated if learned is not None else 0.0
+        self.retriever = Retriever(graph, indexer, phrases, self.stated)
         self.guard = guard or StorageGuard()  # free disk space, checked before every write
         extractive = ExtractiveSummarizer(counter)
         self.compactor = Compactor(graph, indexer)
@@ -426,7 +434,7 @@ class Hippograph(WriteEntry):
         for n in self.graph.list_notes(user_id, include_history=include_history):
             group, field_name = keys[n.kind]
             item: dict[str, object] = {"id": n.id, field_name: n.text, "updated": n.valid_at.isoformat(),
-                                       "confidence": n.confidence,
+                                       "confidence": n.confidence, "candidate": n.confidence < self.stated,
                                        "source": self._provenance(user_id, n.source_episode_ids)}
             if include_history:
                 item.update(current=n.current, valid_at=n.valid_at.isoformat(),

@@ -21,6 +21,7 @@ from hippograph.vectors.lexical import SparseEncoder
 
 if TYPE_CHECKING:
     from hippograph.llm.client import LLMClient
+    from hippograph.notes_model.learned import LearnedNotes
 
 
 def build_graph(settings: Settings) -> GraphStore:
@@ -121,6 +122,24 @@ def build_extractor(settings: Settings, llm: LLMClient | None = None) -> Extract
             return LLMExtractor(llm, settings.extraction.batch_messages)
 
 
+def build_learned(settings: Settings, embedder: Embedder) -> LearnedNotes | None:
+    """The learned notes judgement, reading the vectors it was trained on: the service's own when it embeds
+    with the packaged MiniLM at int8, else those of a MiniLM of its own."""
+    from hippograph.notes_model.learned import LearnedNotes
+    from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
+
+    cfg = settings.embeddings
+    same = isinstance(embedder, OnnxMiniLMEmbedder) and cfg.precision == "int8" and cfg.model_path is None
+    own = embedder if same else OnnxMiniLMEmbedder(cache_dir=cfg.cache_dir or default_cache_dir(), threads=cfg.threads)
+    weights = settings.extraction.notes_weights
+    if weights is None:
+        return LearnedNotes.load(own.embed)
+    if not (weights / "act.npz").is_file():
+        raise ConfigurationError(f"HIPPOGRAPH_EXTRACTION__NOTES_WEIGHTS={weights} holds no notes judgement weights "
+                                 "(act.npz, slot.npz, pair.npz: python -m hippograph.notes_model.train --out DIR)")
+    return LearnedNotes.load(own.embed, weights)
+
+
 def _per_core(limit: int | None) -> int:
     """A limit of requests at once: as set (0: none), or one per CPU core this process may use."""
     if limit is not None:
@@ -141,6 +160,7 @@ def build(settings: Settings) -> Hippograph:
     guard = build_guard(settings)  # one for the service's checks and the mapped store's own
     indexer = Indexer(build_vectors(settings, embedder.dim, embedder.name, guard), embedder, sparse, lemmas)
     extractor = build_extractor(settings, llm)
+    learned = build_learned(settings, embedder) if settings.extraction.notes == "learned" else None
     # an LLM extractor falls back to spaCy when the endpoint fails; with no fallback, extraction is retried later
     fallback = None
     if settings.extraction.backend == "llm" and settings.extraction.on_llm_failure == "spacy":
@@ -178,6 +198,7 @@ def build(settings: Settings) -> Hippograph:
         background_workers=settings.extraction.background_workers,
         max_backlog=settings.extraction.max_backlog,
         max_attempts=settings.extraction.max_attempts,
+        learned=learned,
         concurrent_reads=_per_core(settings.concurrent_reads),
         concurrent_writes=_per_core(settings.concurrent_writes),
     )

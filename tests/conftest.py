@@ -26,6 +26,15 @@ def client(tmp_path_factory) -> Iterator[TestClient]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def rules_client(tmp_path_factory) -> Iterator[TestClient]:
+    """The same over the hand-written notes rules alone (`HIPPOGRAPH_EXTRACTION__NOTES=rules`)."""
+    base = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    settings = base.model_copy(update={"extraction": base.extraction.model_copy(update={"notes": "rules"})})
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

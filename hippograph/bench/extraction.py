@@ -10,6 +10,9 @@ are scored against what the sequence says should be remembered:
 - false notes: messages that must give nothing (small talk, questions, other people's facts, tool
   results, the world's facts...) but are the source of a note.
 
+The notes scored are those the agent is told of: a candidate (a current note less sure than the service
+states, `HIPPOGRAPH_PROFILE__STATED_CONFIDENCE`) is left out, and counted (`candidates`).
+
 Each file is scored on its own (a tuned part and a held-out part are reported side by side), and a
 report of an earlier revision (`--baseline`) is printed beside this one.
 """
@@ -18,16 +21,21 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from hippograph.bench.common import bench_service, command_line, machine, models_used
+from hippograph.config import Settings
 from hippograph.errors import InvalidInput
 from hippograph.models import MessageIn, Note, NoteKind, stable_id
+
+if TYPE_CHECKING:
+    from hippograph.service import Hippograph
 
 KINDS = tuple(k.value for k in NoteKind)
 DEFAULT_CASES = Path(__file__).resolve().parents[2] / "bench" / "extraction"
@@ -200,30 +208,85 @@ def run(cases: Sequence[Path], out: Path | None, workdir: Path | None, baseline:
     report: dict = {"command": command_line(), "machine": machine(), "splits": {}}
     with bench_service(workdir) as service:
         for path, cf in zip(cases, files, strict=True):
-            scored = []
-            by: dict[str, int] = {}  # messages per extractor: an LLM that failed leaves spaCy's notes
-            for seq in cf.sequences:
-                user = f"{seq.id}-{uuid.uuid4().hex[:8]}"  # a fresh user, also in a reused workdir
-                source_of: dict[str, str] = {}
-                for session in seq.sessions:
-                    service.remember(user, session.session_id, None, session.messages)
-                    source_of.update({stable_id("ep", user, str(m.id)): str(m.id) for m in session.messages})
-                notes = service.graph.list_notes(user, include_history=True)
-                scored.append({"id": seq.id, **score_sequence(seq, notes, source_of)})
-                for ep in service.graph.get_episodes(user, list(source_of)):  # which extractor really ran
-                    by[ep.extractor or "none"] = by.get(ep.extractor or "none", 0) + 1
-                print(f"\r{cf.split}: {len(scored)}/{len(cf.sequences)} sequences", end="", file=sys.stderr)
-            print(file=sys.stderr)
-            messages = sum(len(s.messages) for seq in cf.sequences for s in seq.sessions)
-            report["splits"][cf.split] = {"file": str(path), "sequences": len(cf.sequences), "messages": messages,
-                                          "extracted_by": by, **summarise(scored), "details": scored}
+            report["splits"][cf.split] = score_split(service, path, cf)
         report["models"] = models_used(service)
-    earlier = json.loads(Path(baseline).read_text()) if baseline else None
+    return _written(report, out, json.loads(Path(baseline).read_text()) if baseline else None)
+
+
+def _written(report: dict, out: Path | None, earlier: dict | None = None) -> dict:
     print(table(report, earlier))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n")
         print(f"\nwritten to {out}", file=sys.stderr)
+    return report
+
+
+def score_split(service: Hippograph, path: Path, cf: CaseFile) -> dict:
+    """Each sequence of a case file ingested as a fresh user, session by session, and scored."""
+    scored = []
+    candidates = 0
+    by: dict[str, int] = {}  # messages per extractor: an LLM that failed leaves spaCy's notes
+    for seq in cf.sequences:
+        user = f"{seq.id}-{uuid.uuid4().hex[:8]}"  # a fresh user, also in a reused workdir
+        source_of: dict[str, str] = {}
+        for session in seq.sessions:
+            service.remember(user, session.session_id, None, session.messages)
+            source_of.update({stable_id("ep", user, str(m.id)): str(m.id) for m in session.messages})
+        notes = service.graph.list_notes(user, include_history=True)
+        # what the agent is told: a candidate (a current note less sure than the service states) is not
+        candidates += sum(n.current and n.confidence < service.stated for n in notes)
+        notes = [n for n in notes if not n.current or n.confidence >= service.stated]
+        scored.append({"id": seq.id, **score_sequence(seq, notes, source_of)})
+        for ep in service.graph.get_episodes(user, list(source_of)):  # which extractor really ran
+            by[ep.extractor or "none"] = by.get(ep.extractor or "none", 0) + 1
+        print(f"\r{cf.split}: {len(scored)}/{len(cf.sequences)} sequences", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    messages = sum(len(s.messages) for seq in cf.sequences for s in seq.sessions)
+    return {"file": str(path), "sequences": len(cf.sequences), "messages": messages, "extracted_by": by,
+            "candidates": candidates, **summarise(scored), "details": scored}
+
+
+def run_writers_out(cases: Sequence[Path], out: Path | None, corpus_root: Path, cache: Path | None = None) -> dict:
+    """Each writer's part of the notes corpus (a folder of `cases`) through the pipeline twice: with the
+    judgement trained on every other writer of `corpus_root` (leave-one-writer-out, the split named after
+    the writer) and with the one trained on every writer (in-writer, "<writer> (in-writer)"); with the
+    spread of each measure across writers, both ways."""
+    from hippograph.notes_model import corpus, train
+
+    files = list(corpus.corpus_files(corpus_root))
+    if not files:
+        raise InvalidInput(f"no corpus files under {corpus_root}")
+    parts = [load_cases(p) for p in cases]
+    if any(not Path(p).is_dir() for p in cases):
+        raise InvalidInput("--writers-out scores folders of the notes corpus (bench/notes/w1 ...), not case files")
+    _, rows, x = train.build(files, cache)
+    writers = {r.writer for r in rows}
+    if missing := [cf.split for cf in parts if cf.split not in writers]:
+        raise InvalidInput(f"not writers of the corpus under {corpus_root}: {', '.join(missing)}")
+    multi = train.multi_slots()
+    report: dict = {"command": command_line(), "machine": machine(), "corpus": str(corpus_root), "splits": {}}
+    base = Settings()
+    with tempfile.TemporaryDirectory(prefix="hippograph-judgements-") as tmp:
+        everyone = Path(tmp) / "everyone"
+        train.train(rows, x, multi).save(everyone)
+        for path, cf in zip(cases, parts, strict=True):
+            apart = Path(tmp) / cf.split
+            others = [i for i, r in enumerate(rows) if r.writer != cf.split]
+            train.train([rows[i] for i in others], x[others], multi).save(apart)
+            for name, weights in ((cf.split, apart), (f"{cf.split} (in-writer)", everyone)):
+                settings = base.model_copy(update={"extraction": base.extraction.model_copy(
+                    update={"notes": "learned", "notes_weights": weights})})
+                with bench_service(None, settings) as service:
+                    report["splits"][name] = score_split(service, path, cf)
+                    report["models"] = models_used(service)
+    out_of = {k: v for k, v in report["splits"].items() if not k.endswith("(in-writer)")}
+    in_writer = {k: v for k, v in report["splits"].items() if k.endswith("(in-writer)")}
+    report["spread"], report["spread_in_writer"] = train.spread(out_of), train.spread(in_writer)
+    _written(report, out)
+    for name, spread in (("leave-one-writer-out", report["spread"]), ("in-writer", report["spread_in_writer"])):
+        print(f"\n{name}: " + "; ".join(f"{k} {v['mean']:.3f} ({v['min']:.3f}-{v['max']:.3f})"
+                                        for k, v in spread.items()))
     return report
 
 

@@ -37,12 +37,30 @@ class ExtractedRelation(BaseModel):
     episode_id: str
 
 
+class Judged(BaseModel):
+    """What the learned notes judgement (`hippograph.notes_model`) said of the clause a note comes from."""
+
+    act: str  # "states" (or "changes"): a note; "retracts": it takes back the note it is most about
+    slot: str  # the catalogue's slot
+    by_pair: bool  # a multi-valued or keyed slot: it replaces only a note the pair model judges the same
+    vector: list[float]  # the clause's vector and slot probabilities, which the pair model reads
+    slots: list[float]
+
+
 class ExtractedNote(BaseModel):
     kind: NoteKind
     text: str  # a short third-person statement, e.g. "Manages the Northwest region"
     slot: str  # what it replaces: a new note with the same slot supersedes the old one
     episode_id: str
     confidence: float = Field(0.7, ge=0.0, le=1.0)  # the extractor's estimate
+    judged: Judged | None = None  # set by the learned judgement, which then decides what it replaces
+
+
+class Clause(BaseModel):
+    """A clause of a user's message (`notes_model.segment.pieces`) and what its parse says (`parse_features`)."""
+
+    text: str
+    parse: list[float]
 
 
 class Extraction(BaseModel):
@@ -59,6 +77,8 @@ class Extraction(BaseModel):
     # episode id -> why its extraction stopped short (its time budget was spent, it is longer than the
     # extractor reads): the rest of it gave no notes, relations or entities; it is stored and searchable
     incomplete: dict[str, str] = Field(default_factory=dict)
+    # user message id -> its clauses, for the learned notes judgement (the spaCy extractor gives them)
+    clauses: dict[str, list[Clause]] = Field(default_factory=dict)
     extractor: str = ""
 
 

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction.base import (
+    USER,
+    Clause,
+    ExtractedEntity,
+    ExtractedNote,
+    ExtractedRelation,
+    Extraction,
+)
 from hippograph.extraction.rules import merged
 from hippograph.models import NoteKind
 
@@ -18,6 +25,7 @@ class Collector:
         self.small_talk: list[str] = []
         self.lemmas: dict[str, list[tuple[str, str]]] = {}
         self.incomplete: dict[str, str] = {}
+        self.clauses: dict[str, list[Clause]] = {}
 
     def entity(self, name: str, type_: str, episode_id: str, strong: bool = False) -> None:
         """Record an entity; a specific type beats Thing/Concept, a `strong` one beats NER's guess."""
@@ -43,4 +51,5 @@ class Collector:
         mentions = {episode: list(names) for episode, names in self.mentions.items()}
         return Extraction(entities=list(self.entities.values()), relations=list(self.relations.values()),
                           notes=list(self.notes.values()), mentions=mentions, small_talk=self.small_talk,
-                          lemmas=self.lemmas, incomplete=self.incomplete, extractor=extractor)  # fmt: skip
+                          lemmas=self.lemmas, incomplete=self.incomplete, clauses=self.clauses,
+                          extractor=extractor)  # fmt: skip

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hippograph.dates import _ABSOLUTE, resolve_in_text, when_said
 from hippograph.extraction import clause_notes, decisions, instructions, profile, revisions, rules
-from hippograph.extraction.base import USER, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction.base import USER, Clause, ExtractedNote, ExtractedRelation, Extraction
 from hippograph.extraction.bounds import PARSE_SHARE, Budget, bounded, one_token, pieces, precut
 from hippograph.extraction.collector import Collector
 from hippograph.extraction.predicates import (
@@ -40,6 +40,7 @@ from hippograph.extraction.predicates import (
 from hippograph.extraction.rules import Frame, Parts, Ref, Speakers, lemma, word_set
 from hippograph.extraction.subjects import restore_subjects
 from hippograph.models import Episode, EpisodeKind, NoteKind
+from hippograph.notes_model.segment import clauses
 from hippograph.vectors.lemmas import lemma_pairs
 
 if TYPE_CHECKING:
@@ -528,6 +529,8 @@ class SpacyExtractor:
                 heard += more_said
                 parsed += more
             out.lemmas[episode.id] = lemma_pairs(t for doc in heard for t in doc)  # the words as said
+            if restore[i]:  # a user's message: its clauses as said, for the learned notes judgement
+                out.clauses[episode.id] = [Clause(text=p.text, parse=parse) for doc in heard for p, parse in clauses(doc)]
             doc = parsed[0] if len(parsed) == 1 else _joined(parsed)
             reader = _Reader(doc, speakers, episode.id, out, episode.timestamp, self._names, budget.deadline,
                              read_at_least=len(cut[i][0]))  # the first piece is read in any case

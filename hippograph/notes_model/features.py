@@ -1,8 +1,8 @@
 """What the notes judgement reads of a clause: the MiniLM vectors of the clause, of its whole message and of
 the assistant turn before it, and the parse's numbers (`segment.parse_features`).
 
-`clause_rows` turns corpus sequences into training rows: each message is cut as it is in use
-(`segment.pieces`), and each piece takes the label of the labelled clause it overlaps most (a clause
+`clause_rows` turns corpus sequences into training rows: each message is read as the spaCy extractor reads
+it (`rules.normalise`, `bounds.precut`) and cut as it is in use (`segment.pieces`), and each piece takes the label of the labelled clause it overlaps most (a clause
 that gives a note wins when the piece holds most of it), so the models learn on the cuts they will see.
 """
 
@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hippograph.extraction.bounds import precut
+from hippograph.extraction.rules import normalise as said
 from hippograph.notes_model.corpus import Clause, Message
 from hippograph.notes_model.corpus import Sequence as CorpusSequence
-from hippograph.notes_model.segment import FEATURES, parse_features, pieces
+from hippograph.notes_model.segment import FEATURES, clauses
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -49,10 +51,11 @@ class Row:
 
 
 def _located(message: Message) -> list[tuple[int, int, Clause]]:
-    """Each labelled clause with its character span in the message (found from the last one's end on)."""
-    low, at, out = message.content.casefold(), 0, []
+    """Each labelled clause with its character span in the message as the extractor reads it (`said`),
+    found from the last one's end on."""
+    low, at, out = said(message.content).casefold(), 0, []
     for c in message.clauses:
-        needle = " ".join(c.text.split()).casefold()
+        needle = " ".join(said(c.text).split()).casefold()
         i = low.find(needle, at)
         if i < 0:
             i = low.find(needle)
@@ -81,14 +84,12 @@ def _label_of(start: int, end: int, spans: list[tuple[int, int, Clause]]) -> Cla
 def clause_rows(seqs: Sequence[CorpusSequence], nlp: Language) -> list[Row]:
     rows: list[Row] = []
     users = [(s, m, prev) for s in seqs for m, prev in _with_previous(s.messages)]
-    docs = nlp.pipe([m.content for _, m, _ in users], batch_size=64)
+    docs = nlp.pipe((precut(nlp.make_doc(said(m.content))) for _, m, _ in users), batch_size=64)
     for (s, m, prev), doc in zip(users, docs, strict=True):
         spans = _located(m)
-        for i, p in enumerate(pieces(doc)):
-            span = doc.char_span(p.start, p.end, alignment_mode="expand")
-            assert span is not None  # a piece is cut at token bounds
+        for i, (p, parse) in enumerate(clauses(doc)):
             rows.append(Row(writer=s.writer, sequence=s.id, message=m.id, index=i, text=p.text, content=m.content,
-                            previous=prev, parse=parse_features(span), label=_label_of(p.start, p.end, spans)))
+                            previous=prev, parse=parse, label=_label_of(p.start, p.end, spans)))
     return rows
 
 

@@ -14,11 +14,88 @@ becomes a note, what it replaces, and what is taken back.
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from hippograph.notes_model.corpus import KEYED_SLOTS, NOTE_ACTS
+from hippograph.notes_model.features import DIM
+from hippograph.notes_model.linear import LinearModel
+
+#: Where the package keeps the weights (`python -m hippograph.notes_model.train` writes them).
+WEIGHTS = Path(__file__).with_name("weights")
+
+
+@dataclass
+class Judgement:
+    """The three models: the act of a clause, its slot, and whether two statements are about the same thing."""
+    act: LinearModel
+    slot: LinearModel
+    pair: LinearModel
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("act", "slot", "pair"):
+            getattr(self, name).save(folder / f"{name}.npz")
+
+    @classmethod
+    def load(cls, folder: Path = WEIGHTS) -> Judgement:
+        return cls(*(LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair")))
+
+
+def limits_of(folder: Path) -> Thresholds:
+    """The thresholds chosen with the weights (`limits.json`), or the defaults."""
+    path = folder / "limits.json"
+    if not path.is_file():
+        return Thresholds()
+    return Thresholds(**json.loads(path.read_text()))
+
+
+def clause_x(x: np.ndarray) -> np.ndarray:
+    """What the act and slot models read of a row of `features.matrix`: the clause's vector and its parse.
+    Not the message's (another clause's slot) nor the assistant turn's before it: left one writer out,
+    the act model without them found notes with precision 0.720 and recall 0.727 (mean of 13 writers),
+    with them 0.712 and 0.714."""
+    return np.concatenate([x[:, :DIM], x[:, 3 * DIM:]], axis=1)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_NAME = re.compile(r"\b[A-Z][\w'-]*")
+_STOP = frozenset(["a", "an", "the", "at", "for", "in", "on", "of", "to", "with", "from", "by", "now", "still", "really", "very", "also", "just", "my", "our", "and", "or", "but", "i", "i'm", "me", "is", "am", "are", "was", "be", "been", "has", "have", "had", "do", "we", "we're", "it", "it's", "that", "this", "so"])
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _names(text: str) -> set[str]:
+    return {m.group().lower() for m in _NAME.finditer(text) if m.start() > 0 and m.group() not in ("I", "I'm")}
+
+
+def lexical(a: str, b: str) -> list[float]:
+    """What two statements share in words: the share of their content words in common, whether they share
+    a content word, a name (a capitalised word past the first) or a number. Left one writer out, these
+    raised the pair model's precision from 0.493 to 0.519 and its recall from 0.650 to 0.659 (mean of 13)."""
+    wa, wb = _content(a), _content(b)
+    return [len(wa & wb) / max(len(wa | wb), 1), float(bool(wa & wb)), float(bool(_names(a) & _names(b))),
+            float(bool(set(re.findall(r"\d+", a)) & set(re.findall(r"\d+", b))))]
+
+
+def pair_features(xa: np.ndarray, xb: np.ndarray, sa: np.ndarray, sb: np.ndarray, ta: Sequence[str],
+                  tb: Sequence[str]) -> np.ndarray:
+    """An earlier note's and a new clause's vectors (rows), slot probabilities (rows) and words: what the
+    pair model reads. The note's slot counts as sure (a stored note keeps its slot, not the probabilities)."""
+    ea, eb = xa[:, :DIM], xb[:, :DIM]
+    if sa.size:
+        sa = ((sa >= sa.max(axis=1, keepdims=True)) & (sa > 0)).astype(np.float32)
+    cos = (ea * eb).sum(axis=1, keepdims=True)
+    same_slot = (sa * sb).sum(axis=1, keepdims=True)
+    words = np.array([lexical(a, b) for a, b in zip(ta, tb, strict=True)], dtype=np.float32).reshape(len(ta), 4)
+    return np.concatenate([ea * eb, np.abs(ea - eb), cos, same_slot, sa * sb, words], axis=1)
 
 
 @dataclass(frozen=True)
@@ -27,6 +104,10 @@ class Thresholds:
     retract: float = 0.5
     same: float = 0.5
     stated: float = 0.0
+    # a note of a single-valued slot also replaces the current note of another single-valued slot its clause
+    # gives at least this probability ("I now manage the whole country", a job title, replaces "I manage the
+    # Northwest region", a responsibility); above 1: never
+    related: float = 1.01
 
 
 @dataclass
@@ -50,6 +131,7 @@ class Answer:
     acts: dict[str, float]
     slots: np.ndarray  # probabilities, in the slot model's class order
     x: np.ndarray
+    text: str = ""  # the clause
 
     @property
     def note(self) -> float:
@@ -71,16 +153,17 @@ def decide(answer: Answer, text: str, source: str, notes: list[HeldNote], slot_n
                         confidence=float(answer.note * answer.slots[k]), source=source, x=answer.x,
                         slots=answer.slots)
         if slot in multi or slot in KEYED_SLOTS:  # which value, which subject: the pair model says
-            best, score = _most_same(answer, notes, same_thing)
-        else:  # one value: the slot's current note, whatever its words
-            best = next((n for n in reversed(notes) if n.current and n.slot == slot), None)
-            score = 1.0
+            best, score = _most_same(answer, [n for n in notes if n.slot == slot], same_thing)
+            gone = [best] if best is not None and score >= limits.same else []
+        else:  # one value: the slot's current note, whatever its words (and those of related slots)
+            single = [s for s in slot_names if s not in multi and s not in KEYED_SLOTS]
+            near = {s for s in single if answer.slots[slot_names.index(s)] >= limits.related} | {slot}
+            gone = [n for n in notes if n.current and n.slot in near]
         notes.append(held)
-        if best is not None and score >= limits.same:
-            best.current = False
-            best.replaced_by = len(notes) - 1
-            return "replaced"
-        return "added"
+        for n in gone:
+            n.current = False
+            n.replaced_by = len(notes) - 1
+        return "replaced" if gone else "added"
     if answer.retract >= limits.retract:
         best, score = _most_same(answer, notes, same_thing)
         if best is not None and score >= limits.same:

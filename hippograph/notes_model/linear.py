@@ -21,7 +21,7 @@ class LinearModel:
         """Rows x classes."""
         z = ((np.atleast_2d(x) - self.mean) / self.scale) @ self.coef.T + self.intercept
         if len(self.classes) == 2:
-            p = 1.0 / (1.0 + np.exp(-z[:, 0]))
+            p = 1.0 / (1.0 + np.exp(-np.clip(z[:, 0], -50.0, 50.0)))
             return np.stack([1.0 - p, p], axis=1)
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)

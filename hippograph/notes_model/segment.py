@@ -93,3 +93,13 @@ def parse_features(span: Span) -> list[float]:
         math.log1p(len(words)),
         float("!" in text),
     ]
+
+
+def clauses(doc: Doc) -> list[tuple[Piece, list[float]]]:
+    """The clauses of a parsed message, each with `parse_features` of its words."""
+    out = []
+    for p in pieces(doc):
+        span = doc.char_span(p.start, p.end, alignment_mode="expand")
+        assert span is not None  # a piece is cut at token bounds
+        out.append((p, parse_features(span)))
+    return out

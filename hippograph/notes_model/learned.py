@@ -1,0 +1,152 @@
+"""The learned notes judgement in the write path: which clauses of a user's messages are notes, which slot of
+the catalogue each fills, and what it replaces or takes back.
+
+The spaCy extractor gives each user message's clauses with their parse (`Extraction.clauses`); here they
+are read with the MiniLM vector of the clause, as the models were trained (`features.matrix`, `judge.clause_x`). A clause judged to be a note is the note, in the user's own words
+with its relative dates made absolute ("we moved to Bristol last month", said in May 2026: "We moved to
+Bristol in April 2026"). The rules' third-person wordings ("Lives in Bristol") were measured against the
+clause's own words on the notes corpus and lost: they drop values ("done with the move, Bristol is so much
+nicer" -> "Is done with the move"). A clause the judgement does not take gives no note, whatever the rules
+found in it.
+
+What a judged note replaces is decided when it is written (`NoteWriter`), against the notes current then:
+the current note of its slot for a single-valued slot; for a multi-valued or keyed one (pets, decisions),
+the current note of that slot the pair model judges to be about the same thing (`same`). A clause judged
+to take something back retires the current note it is most surely about.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from hippograph.dates import resolve_in_text
+from hippograph.extraction.base import Clause, ExtractedNote, Extraction, Judged
+from hippograph.extraction.rules import slug
+from hippograph.models import Episode, Note, NoteKind
+from hippograph.notes_model.corpus import KEYED_SLOTS, NOTE_ACTS, catalogue
+from hippograph.notes_model.features import DIM
+from hippograph.notes_model.judge import WEIGHTS, Judgement, Thresholds, limits_of, pair_features
+
+log = logging.getLogger(__name__)
+
+Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+#: the name of the embedder the models were trained with (its vectors are the ones they read)
+EMBEDDER = "all-MiniLM-L6-v2"
+class LearnedNotes:
+    """The models with the embedder whose vectors they read."""
+
+    def __init__(self, judgement: Judgement, embed: Embed, limits: Thresholds | None = None) -> None:
+        self.j, self.embed, self.limits = judgement, embed, limits or Thresholds()
+        slots = catalogue()["slots"]
+        self.kinds = {s["slot"]: s["kind"] for s in slots}
+        self.by_pair = frozenset(s["slot"] for s in slots if s["multi"]) | KEYED_SLOTS
+        self.slot_names = list(self.j.slot.classes)
+        acts = self.j.act.classes
+        self._note = [acts.index(a) for a in NOTE_ACTS if a in acts]
+        self._retract = acts.index("retracts") if "retracts" in acts else None
+        self._same = self.j.pair.classes.index("same")
+
+    @classmethod
+    def load(cls, embed: Embed, folder: Path = WEIGHTS) -> LearnedNotes | None:
+        """The judgement of `folder` (the package's weights); None when there are none."""
+        if not (folder / "act.npz").is_file():
+            log.warning("no notes judgement weights in %s: notes are the rules' alone", folder)
+            return None
+        return cls(Judgement.load(folder), embed, limits_of(folder))
+
+    # --- reading -----------------------------------------------------------------------------------
+    def _vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        distinct = list(dict.fromkeys(t for t in texts if t))
+        return dict(zip(distinct, np.asarray(self.embed(distinct), dtype=np.float32), strict=True)) if distinct else {}
+
+    def notes(self, episodes: Sequence[Episode], ex: Extraction) -> list[ExtractedNote]:
+        """The extraction's notes with the judgement's for every user message it has clauses of (in the
+        messages' order); the other messages keep the notes the extractor found."""
+        judged = [e for e in episodes if ex.clauses.get(e.id)]
+        if not judged:
+            return ex.notes
+        vectors = self._vectors([c.text for e in judged for c in ex.clauses[e.id]])
+        # the clause's vector and its parse: what the act and slot models read (`judge.clause_x`)
+        x = np.stack([np.concatenate([vectors[c.text], np.asarray(c.parse, dtype=np.float32)])
+                      for e in judged for c in ex.clauses[e.id]])
+        acts, slots = self.j.act.probabilities(x), self.j.slot.probabilities(x)
+        found: dict[str, list[ExtractedNote]] = {}
+        row = 0
+        for e in judged:
+            clauses = ex.clauses[e.id]
+            for clause in clauses:
+                found.setdefault(e.id, []).extend(
+                    self._clause_notes(e.id, e.timestamp, clause, x[row], acts[row], slots[row]))
+                row += 1
+        out: list[ExtractedNote] = []
+        for e in episodes:
+            out += found.get(e.id, []) if e.id in ex.clauses else [n for n in ex.notes if n.episode_id == e.id]
+        known = {e.id for e in episodes}
+        return out + [n for n in ex.notes if n.episode_id not in known]
+
+    def _clause_notes(self, episode_id: str, at: datetime, clause: Clause, x: np.ndarray, acts: np.ndarray,
+                      slots: np.ndarray) -> list[ExtractedNote]:
+        """The note a clause is (in its own words, its relative dates made absolute), or the retraction."""
+        note = float(acts[self._note].sum())
+        retract = float(acts[self._retract]) if self._retract is not None else 0.0
+        if note >= self.limits.note and note >= retract:
+            k = int(slots.argmax())
+            slot = self.slot_names[k]
+            by_pair = slot in self.by_pair
+            text = _as_note(resolve_in_text(clause.text, at))
+            return [ExtractedNote(
+                kind=NoteKind(self.kinds.get(slot, "fact")), text=text,
+                slot=f"{slot}:{slug(text)[:80]}" if by_pair else slot, episode_id=episode_id,
+                confidence=round(note * float(slots[k]), 4),
+                judged=Judged(act="states", slot=slot, by_pair=by_pair, vector=x[:DIM].tolist(), slots=slots.tolist()))]
+        if self._retract is not None and retract >= self.limits.retract:
+            k = int(slots.argmax())
+            return [ExtractedNote(kind=NoteKind.fact, text=_as_note(clause.text), slot="retract:learned",
+                                  episode_id=episode_id, confidence=round(retract, 4),
+                                  judged=Judged(act="retracts", slot=self.slot_names[k], by_pair=True,
+                                                vector=x[:DIM].tolist(), slots=slots.tolist()))]
+        return []
+
+    # --- writing -----------------------------------------------------------------------------------
+    def same(self, judged: Judged, text: str, notes: Sequence[Note]) -> list[float]:
+        """For each note, the pair model's probability that the judged statement (`text`) is about the same
+        thing."""
+        if not notes:
+            return []
+        vectors = self._vectors([n.text for n in notes])
+        xa = np.stack([vectors[n.text] for n in notes])
+        sa = np.zeros((len(notes), len(self.slot_names)), dtype=np.float32)
+        for i, n in enumerate(notes):
+            family = n.slot.split(":", 1)[0]
+            if family in self.slot_names:
+                sa[i, self.slot_names.index(family)] = 1.0
+        xb = np.tile(np.asarray(judged.vector, dtype=np.float32), (len(notes), 1))
+        sb = np.tile(np.asarray(judged.slots, dtype=np.float32), (len(notes), 1))
+        f = pair_features(xa, xb, sa, sb, [n.text for n in notes], [text] * len(notes))
+        return [float(p) for p in self.j.pair.probabilities(f)[:, self._same]]
+
+    def replaced(self, judged: Judged, text: str, current: Sequence[Note]) -> list[Note]:
+        """The current notes a judged statement replaces (or retires). For a single-valued slot, the one of its
+        slot and those of the single-valued slots its clause gives at least `related`; else the one the pair
+        model is surest is about the same thing, if sure enough."""
+        if judged.act != "retracts" and not judged.by_pair:
+            near = {s for s, p in zip(self.slot_names, judged.slots, strict=True)
+                    if p >= self.limits.related and s not in self.by_pair} | {judged.slot}
+            return sorted((n for n in current if n.slot in near), key=lambda n: n.slot != judged.slot)
+        pool = [n for n in current if judged.act == "retracts" or n.slot.split(":", 1)[0] == judged.slot]
+        scores = self.same(judged, text, pool)
+        if not scores:
+            return []
+        best = int(np.argmax(scores))
+        return [pool[best]] if scores[best] >= self.limits.same else []
+
+
+def _as_note(text: str) -> str:
+    """A clause as a note's words: trimmed, its first letter capital."""
+    text = " ".join(text.split()).strip(" ,;-")
+    return text[:1].upper() + text[1:]

@@ -1,0 +1,114 @@
+"""The learned notes judgement in the write path, with the weights the package ships: what becomes a note,
+which slot it fills, what it replaces (a single-valued slot whatever the words, a multi-valued or keyed one
+only for the same thing), what a retraction retires, and that a note less sure than the stated threshold is
+a candidate the context block leaves out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hippograph.bench.common import bench_service
+from hippograph.config import Settings
+from hippograph.errors import ConfigurationError
+from hippograph.models import MessageIn, Note
+from hippograph.notes_model.corpus import catalogue
+from hippograph.service import Hippograph
+
+SLOTS = {s["slot"] for s in catalogue()["slots"]}
+
+
+def _settings(**extraction: object) -> Settings:
+    base = Settings()
+    return base.model_copy(update={"extraction": base.extraction.model_copy(
+        update={"separate_process": False, **extraction})})
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[Hippograph]:
+    with bench_service(None, _settings()) as s:
+        yield s
+
+
+def _say(service: Hippograph, user: str, *sessions: list[tuple[str, str, str]]) -> list[Note]:
+    for n, messages in enumerate(sessions):
+        service.remember(user, f"s{n}", None, [MessageIn(id=i, role=r, content=c) for i, r, c in messages])
+    return service.graph.list_notes(user, include_history=True)
+
+
+def _current(notes: list[Note], word: str) -> list[Note]:
+    return [n for n in notes if n.current and word.lower() in n.text.lower()]
+
+
+def _past(notes: list[Note], word: str) -> list[Note]:
+    return [n for n in notes if not n.current and word.lower() in n.text.lower()]
+
+
+def test_a_move_in_other_words_replaces_the_city(service: Hippograph) -> None:
+    notes = _say(service, "mover",
+                 [("u1", "user", "I live in Leeds with my partner"), ("a1", "assistant", "Noted!")],
+                 [("u2", "user", "the move is finally done, we're in Bristol now")])
+    assert _current(notes, "Bristol"), notes
+    assert _past(notes, "Leeds") and not _current(notes, "Leeds"), notes
+    bristol = _current(notes, "Bristol")[0]
+    assert bristol.slot == "city" and 0.0 < bristol.confidence <= 1.0
+
+
+def test_a_second_pet_is_added_and_a_lost_one_retired(service: Hippograph) -> None:
+    notes = _say(service, "petowner",
+                 [("u1", "user", "we have a dog called Rex"), ("a1", "assistant", "Lovely!")],
+                 [("u2", "user", "and we adopted a cat, Miso, last weekend")])
+    assert _current(notes, "Rex") and _current(notes, "Miso"), notes  # a second pet is not a new pet
+    notes = _say(service, "petowner", [("u3", "user", "sadly Rex passed away in March")])
+    assert _past(notes, "Rex") and not _current(notes, "Rex"), notes
+    assert _current(notes, "Miso"), notes  # only that value is retired
+
+
+def test_a_decision_is_replaced_only_by_one_on_its_subject(service: Hippograph) -> None:
+    notes = _say(service, "ops",
+                 [("u1", "user", "we're hosting everything on AWS for now"), ("a1", "assistant", "OK.")],
+                 [("u2", "user", "moved all our hosting over to Hetzner last week")])
+    assert _current(notes, "Hetzner") and _past(notes, "AWS") and not _current(notes, "AWS"), notes
+    notes = _say(service, "ops", [("u3", "user", "we picked Stripe for the payments in the shop")])
+    assert _current(notes, "Stripe") and _current(notes, "Hetzner"), notes  # payments are not hosting
+
+
+def test_questions_small_talk_and_other_peoples_facts_give_nothing(service: Hippograph) -> None:
+    notes = _say(service, "quiet", [
+        ("u1", "user", "should I learn Rust next, do you think?"),
+        ("u2", "user", "thanks, that's all for today!"),
+        ("u3", "user", "my colleague Ines just moved to Berlin"),
+    ])
+    assert notes == []
+
+
+def test_every_judged_note_has_a_catalogue_slot_and_a_confidence(service: Hippograph) -> None:
+    intro = "I'm a staff nurse at St Thomas's, vegetarian, and please keep answers short"
+    notes = _say(service, "intro", [("u1", "user", intro)])
+    assert notes, "an introduction gives notes"
+    for n in notes:
+        assert n.slot.split(":", 1)[0] in SLOTS, n
+        assert 0.0 < n.confidence <= 1.0
+
+
+def test_a_candidate_is_in_the_profile_but_not_in_the_context_block() -> None:
+    settings = _settings()
+    settings = settings.model_copy(update={"profile": settings.profile.model_copy(update={"stated_confidence": 1.0})})
+    with bench_service(None, settings) as service:
+        notes = _say(service, "unsure", [("u1", "user", "I live in Leeds with my partner")])
+        assert _current(notes, "Leeds"), notes
+        profile = service.profile("unsure")
+        assert profile["facts"] and all(f["candidate"] for f in profile["facts"])
+        block = service.context("unsure", "where do I live?", session_id="s9")
+        assert not block.sections.get("notes"), block.context  # not stated as a note
+
+
+def test_rules_alone_when_asked_and_a_missing_weights_folder_is_refused(tmp_path: Path) -> None:
+    with bench_service(None, _settings(notes="rules")) as service:
+        notes = _say(service, "ruled", [("u1", "user", "I live in Leeds with my partner")])
+        assert notes and all(n.slot.split(":", 1)[0] not in SLOTS for n in notes), notes  # the rules' own slots
+    with pytest.raises(ConfigurationError, match="no notes judgement weights"), \
+            bench_service(None, _settings(notes_weights=tmp_path)):
+        pass
