@@ -435,6 +435,7 @@ class Hippograph(WriteEntry):
             group, field_name = keys[n.kind]
             item: dict[str, object] = {"id": n.id, field_name: n.text, "updated": n.valid_at.isoformat(),
                                        "confidence": n.confidence, "candidate": n.confidence < self.stated,
+                                       "slot": n.slot,
                                        "source": self._provenance(user_id, n.source_episode_ids)}
             if include_history:
                 item.update(current=n.current, valid_at=n.valid_at.isoformat(),

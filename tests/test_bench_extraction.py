@@ -102,3 +102,33 @@ def test_the_shipped_cases_load() -> None:
     assert messages >= 200 and roles == {"user", "assistant", "tool"}
     # a sequence is one user over several sessions, and nothing is labelled twice
     assert all(len(q.sessions) >= 2 for f in files.values() for q in f.sequences)
+
+
+def test_writers_out_scores_each_writer_by_a_judgement_trained_on_the_others(tmp_path, capsys) -> None:
+    """`bench extraction --writers-out` on a corpus of two writers (two sequences each): each writer's part
+    goes through the pipeline with the judgement trained on the other writer, and with the one trained on
+    both; the report has both, and the spread of each measure across the writers."""
+    from pathlib import Path
+
+    notes = Path(__file__).resolve().parents[1] / "bench" / "notes"
+    for w in ("w3", "w6"):
+        first = json.loads(min((notes / w).glob("*.json")).read_text())
+        (tmp_path / "corpus" / w).mkdir(parents=True)
+        (tmp_path / "corpus" / w / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:2]}))
+    out = tmp_path / "report.json"
+    corpus = tmp_path / "corpus"
+    assert main(["bench", "extraction", "--writers-out", "--corpus", str(corpus), "--cases",
+                 f"{corpus / 'w3'},{corpus / 'w6'}", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert set(report["splits"]) == {"w3", "w3 (in-writer)", "w6", "w6 (in-writer)"}
+    for split in report["splits"].values():
+        assert split["sequences"] == 2 and split["extracted_by"] == {"spacy": split["messages"]}
+        assert split["all"]["tp"] + split["all"]["fn"] > 0  # the expected notes were looked for
+    assert set(report["spread"]) >= {"all precision", "false-note rate"} and report["spread_in_writer"]
+    assert "leave-one-writer-out: all precision" in capsys.readouterr().out
+    # a writer the corpus does not have cannot be left out of it
+    (tmp_path / "other" / "w9").mkdir(parents=True)
+    (tmp_path / "other" / "w9" / "part-01.json").write_text((corpus / "w3" / "part-01.json").read_text())
+    assert main(["bench", "extraction", "--writers-out", "--corpus", str(corpus), "--cases",
+                 str(tmp_path / "other" / "w9")]) == 2
+    assert "not writers of the corpus" in capsys.readouterr().err

@@ -18,6 +18,8 @@ to take something back retires the current note it is most surely about.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +37,7 @@ from hippograph.notes_model.judge import WEIGHTS, Judgement, Thresholds, limits_
 log = logging.getLogger(__name__)
 
 Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+CACHED = 20_000
 #: the name of the embedder the models were trained with (its vectors are the ones they read)
 EMBEDDER = "all-MiniLM-L6-v2"
 class LearnedNotes:
@@ -50,6 +53,8 @@ class LearnedNotes:
         self._note = [acts.index(a) for a in NOTE_ACTS if a in acts]
         self._retract = acts.index("retracts") if "retracts" in acts else None
         self._same = self.j.pair.classes.index("same")
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def load(cls, embed: Embed, folder: Path = WEIGHTS) -> LearnedNotes | None:
@@ -61,8 +66,20 @@ class LearnedNotes:
 
     # --- reading -----------------------------------------------------------------------------------
     def _vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Each distinct text's vector; the last `CACHED` texts' are kept (a user's notes are read again at
+        every statement the pair model judges)."""
         distinct = list(dict.fromkeys(t for t in texts if t))
-        return dict(zip(distinct, np.asarray(self.embed(distinct), dtype=np.float32), strict=True)) if distinct else {}
+        with self._lock:
+            known = {t: self._cache[t] for t in distinct if t in self._cache}
+        new = [t for t in distinct if t not in known]
+        if new:
+            made = dict(zip(new, np.asarray(self.embed(new), dtype=np.float32), strict=True))
+            with self._lock:
+                self._cache.update(made)
+                while len(self._cache) > CACHED:
+                    self._cache.popitem(last=False)
+            known.update(made)
+        return known
 
     def notes(self, episodes: Sequence[Episode], ex: Extraction) -> list[ExtractedNote]:
         """The extraction's notes with the judgement's for every user message it has clauses of (in the
