@@ -113,7 +113,9 @@ class NoteWriter:
             else:
                 current, slot = self._rules_current(user_id, n, texts)
                 n = n.model_copy(update={"slot": slot})
-            if current is not None and current.text.lower() == n.text.lower():
+            said_again = current is not None and (current.text.lower() == n.text.lower() or (
+                n.judged is not None and note_words(current.text) == note_words(n.text)))  # "I live in Seattle."
+            if current is not None and said_again:
                 if n.episode_id not in current.source_episode_ids:
                     current.source_episode_ids.append(n.episode_id)
                     current.confidence = confirmed(current.confidence)

