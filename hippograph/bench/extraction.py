@@ -250,9 +250,10 @@ def score_split(service: Hippograph, path: Path, cf: CaseFile) -> dict:
 def run_writers_out(cases: Sequence[Path], out: Path | None, corpus_root: Path, cache: Path | None = None) -> dict:
     """Each writer's part of the notes corpus (a folder of `cases`) through the pipeline twice: with the
     judgement trained on every other writer of `corpus_root` (leave-one-writer-out, the split named after
-    the writer) and with the one trained on every writer (in-writer, "<writer> (in-writer)"); with the
-    spread of each measure across writers, both ways."""
+    the writer) and with the one trained on every writer (in-writer, "<writer> (in-writer)"), at the
+    thresholds of the packaged weights; with the spread of each measure across writers, both ways."""
     from hippograph.notes_model import corpus, train
+    from hippograph.notes_model.judge import WEIGHTS
 
     files = list(corpus.corpus_files(corpus_root))
     if not files:
@@ -267,6 +268,7 @@ def run_writers_out(cases: Sequence[Path], out: Path | None, corpus_root: Path, 
     multi = train.multi_slots()
     report: dict = {"command": command_line(), "machine": machine(), "corpus": str(corpus_root), "splits": {}}
     base = Settings()
+    limits = (WEIGHTS / "limits.json").read_text() if (WEIGHTS / "limits.json").is_file() else None
     with tempfile.TemporaryDirectory(prefix="hippograph-judgements-") as tmp:
         everyone = Path(tmp) / "everyone"
         train.train(rows, x, multi).save(everyone)
@@ -274,6 +276,9 @@ def run_writers_out(cases: Sequence[Path], out: Path | None, corpus_root: Path, 
             apart = Path(tmp) / cf.split
             others = [i for i, r in enumerate(rows) if r.writer != cf.split]
             train.train([rows[i] for i in others], x[others], multi).save(apart)
+            for folder in (apart, everyone):  # the thresholds the package's weights came with
+                if limits is not None:
+                    (folder / "limits.json").write_text(limits)
             for name, weights in ((cf.split, apart), (f"{cf.split} (in-writer)", everyone)):
                 settings = base.model_copy(update={"extraction": base.extraction.model_copy(
                     update={"notes": "learned", "notes_weights": weights})})
