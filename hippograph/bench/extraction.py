@@ -255,6 +255,12 @@ def run_writers_out(cases: Sequence[Path], out: Path | None, corpus_root: Path, 
     from hippograph.notes_model import corpus, train
     from hippograph.notes_model.judge import WEIGHTS
 
+    try:
+        import sklearn  # noqa: F401  (training the judgements)
+    except ImportError as exc:
+        raise InvalidInput("--writers-out trains the notes judgement: it needs scikit-learn "
+                           "(pip install 'hippograph[train]')") from exc
+
     files = list(corpus.corpus_files(corpus_root))
     if not files:
         raise InvalidInput(f"no corpus files under {corpus_root}")
