@@ -142,11 +142,28 @@ class Answer:
         return self.acts.get("retracts", 0.0)
 
 
+def act_of(note: float, retract: float, limits: Thresholds) -> str | None:
+    """What a clause's act probabilities make of it: a note ("note": it states or changes something at least
+    `note`, and more surely than it takes something back), a retraction ("retract"), or nothing (None). The
+    one rule of the write path (`learned`) and of the simulation the thresholds are chosen on."""
+    if note >= limits.note and note >= retract:
+        return "note"
+    return "retract" if retract >= limits.retract else None
+
+
+def related(slot_names: Sequence[str], slots: Sequence[float] | np.ndarray, slot: str, by_pair: frozenset[str] | set[str],
+            limits: Thresholds) -> set[str]:
+    """The single-valued slots a new note of single-valued `slot` replaces the current notes of: its own, and
+    those its clause gives at least `limits.related`."""
+    return {s for s, p in zip(slot_names, slots, strict=True) if p >= limits.related and s not in by_pair} | {slot}
+
+
 def decide(answer: Answer, text: str, source: str, notes: list[HeldNote], slot_names: list[str],
            kinds: dict[str, str], same_thing, limits: Thresholds, multi: frozenset[str] = frozenset()) -> str | None:
     """Apply one clause to `notes` (changed in place); what it did: 'added', 'replaced', 'retired' or None.
     `same_thing(answer, note) -> float`: the pair model's probability that the clause is about the note."""
-    if answer.note >= limits.note and answer.note >= answer.retract:
+    act = act_of(answer.note, answer.retract, limits)
+    if act == "note":
         k = int(answer.slots.argmax())
         slot = slot_names[k]
         held = HeldNote(text=text, slot=slot, kind=kinds.get(slot, "fact"),
@@ -156,15 +173,14 @@ def decide(answer: Answer, text: str, source: str, notes: list[HeldNote], slot_n
             best, score = _most_same(answer, [n for n in notes if n.slot == slot], same_thing)
             gone = [best] if best is not None and score >= limits.same else []
         else:  # one value: the slot's current note, whatever its words (and those of related slots)
-            single = [s for s in slot_names if s not in multi and s not in KEYED_SLOTS]
-            near = {s for s in single if answer.slots[slot_names.index(s)] >= limits.related} | {slot}
+            near = related(slot_names, answer.slots, slot, multi | KEYED_SLOTS, limits)
             gone = [n for n in notes if n.current and n.slot in near]
         notes.append(held)
         for n in gone:
             n.current = False
             n.replaced_by = len(notes) - 1
         return "replaced" if gone else "added"
-    if answer.retract >= limits.retract:
+    if act == "retract":
         best, score = _most_same(answer, notes, same_thing)
         if best is not None and score >= limits.same:
             best.current = False

@@ -32,7 +32,15 @@ from hippograph.extraction.rules import slug
 from hippograph.models import Episode, Note, NoteKind
 from hippograph.notes_model.corpus import KEYED_SLOTS, NOTE_ACTS, catalogue
 from hippograph.notes_model.features import DIM
-from hippograph.notes_model.judge import WEIGHTS, Judgement, Thresholds, limits_of, pair_features
+from hippograph.notes_model.judge import (
+    WEIGHTS,
+    Judgement,
+    Thresholds,
+    act_of,
+    limits_of,
+    pair_features,
+    related,
+)
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +119,9 @@ class LearnedNotes:
         """The note a clause is (in its own words, its relative dates made absolute), or the retraction."""
         note = float(acts[self._note].sum())
         retract = float(acts[self._retract]) if self._retract is not None else 0.0
-        if note >= self.limits.note and note >= retract:
-            k = int(slots.argmax())
+        act = act_of(note, retract, self.limits)
+        k = int(slots.argmax())
+        if act == "note":
             slot = self.slot_names[k]
             by_pair = slot in self.by_pair
             text = _as_note(resolve_in_text(clause.text, at))
@@ -121,8 +130,7 @@ class LearnedNotes:
                 slot=f"{slot}:{slug(text)[:80]}" if by_pair else slot, episode_id=episode_id,
                 confidence=round(note * float(slots[k]), 4),
                 judged=Judged(act="states", slot=slot, by_pair=by_pair, vector=x[:DIM].tolist(), slots=slots.tolist()))]
-        if self._retract is not None and retract >= self.limits.retract:
-            k = int(slots.argmax())
+        if act == "retract":
             return [ExtractedNote(kind=NoteKind.fact, text=_as_note(clause.text), slot="retract:learned",
                                   episode_id=episode_id, confidence=round(retract, 4),
                                   judged=Judged(act="retracts", slot=self.slot_names[k], by_pair=True,
@@ -152,8 +160,7 @@ class LearnedNotes:
         slot and those of the single-valued slots its clause gives at least `related`; else the one the pair
         model is surest is about the same thing, if sure enough."""
         if judged.act != "retracts" and not judged.by_pair:
-            near = {s for s, p in zip(self.slot_names, judged.slots, strict=True)
-                    if p >= self.limits.related and s not in self.by_pair} | {judged.slot}
+            near = related(self.slot_names, judged.slots, judged.slot, self.by_pair, self.limits)
             return sorted((n for n in current if n.slot in near), key=lambda n: n.slot != judged.slot)
         pool = [n for n in current if judged.act == "retracts" or n.slot.split(":", 1)[0] == judged.slot]
         scores = self.same(judged, text, pool)
