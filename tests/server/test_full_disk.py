@@ -30,6 +30,7 @@ from hippograph.vectors.edge_store import EdgeVectorStore
 from hippograph.wiring import build
 from tests.conftest import ServerProcess
 from tests.contracts.test_vector_contract import DIM, put, record, unit
+from tests.server.test_unwaited_writes import settled
 
 MiB = 2**20
 DISK = 320 * MiB
@@ -419,7 +420,11 @@ def test_a_disk_filled_under_load_never_kills_the_server(loaded_disk: Path, monk
         assert unreadable(first.url, load.acked) == []
         first.stop()
 
-        second.start()  # what the full disk held back is finished by the start-up repairs
+        second.start()  # what the full disk held back is finished by the start-up repairs, which the
+        drained(second)  # sweep runs once the server is ready: waited for through the status route
+        with httpx.Client(base_url=second.url, timeout=60) as c:
+            for user in USERS:
+                settled(c, user, [m for m, (u, _) in load.acked.items() if u == user], timeout=300)
         assert unreadable(second.url, load.acked, processed=True) == []
     finally:
         first.stop()
