@@ -116,6 +116,10 @@ class ExtractionSettings(BaseModel):
     notes_weights: Path | None = Field(
         None, description="A folder of notes judgement weights (`python -m hippograph.notes_model.train --out DIR`) "
                           "used instead of the packaged ones.")
+    slots_dir: Path | None = Field(
+        None, description="A folder of slots a deployment adds for its own domain, one `<tenant>.json` per tenant "
+                          "(`hippograph.notes_model.tenant_slots`): with notes=learned, a note like a slot's examples "
+                          "fills that slot.")
     max_backlog: int = Field(
         10_000, ge=0, le=10_000_000, description='Messages of "wait": false writes this process may hold for '
                                                  'extraction; past it such writes are extracted before the '

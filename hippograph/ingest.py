@@ -430,6 +430,13 @@ class Ingestor:
         for part in (episodes[:half], episodes[half:]):
             self._process(part, result, retried=True)
 
+    def _tenant(self, user_id: str) -> str | None:
+        """The tenant of a user (owner key), when a deployment gave any tenant slots of its own."""
+        if self.notes.learned is None or not self.notes.learned.tenant_slots:
+            return None
+        found = self.graph.owners([user_id]).get(user_id)
+        return found[0] if found else None
+
     def _prepare(self, episodes: list[Episode], result: IngestResult) -> tuple[Extraction | None, Future | None]:
         """The extraction (None: it failed, the episodes stay pending) and the messages' vectors, made
         meanwhile on another core (the model runs without the interpreter lock). Reads no store."""
@@ -439,7 +446,9 @@ class Ingestor:
 
     def _finish(self, episodes: list[Episode], ex: Extraction, ahead: Future | None, result: IngestResult) -> None:
         if self.notes.learned is not None and ex.clauses:  # which clauses are notes: the learned judgement says
-            ex = ex.model_copy(update={"notes": self.notes.learned.notes(episodes, ex)})
+            ex = ex.model_copy(update={"notes": self.notes.learned.notes(episodes, ex, self._tenant(episodes[0].user_id))})
+        elif self.notes.learned is not None:  # an LLM's notes on the catalogue: written as the judgement's own
+            ex = ex.model_copy(update={"notes": self.notes.learned.adopt(ex.notes)})
         ex = bounded(ex)
         names = {e.id: e.client_id or e.id for e in episodes}
         result.warnings += [f"{names.get(ep, ep)}: {why}" for ep, why in ex.incomplete.items()]

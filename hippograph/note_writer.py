@@ -100,8 +100,9 @@ class NoteWriter:
         for n in ex.notes:
             at = when.get(n.episode_id, utcnow())
             also: list[Note] = []  # more current notes the new one replaces (the judgement's related slots)
-            if n.judged is not None and self.learned is not None:
-                found = self.learned.replaced(n.judged, n.text, self.graph.list_notes(user_id))
+            if n.judged is not None and n.judged.vector and self.learned is not None:
+                found = [c for c in self.learned.replaced(n.judged, n.text, self.graph.list_notes(user_id))
+                         if c.slot == n.slot or n.episode_id not in c.source_episode_ids]  # another slot, same message
                 if n.judged.act == "retracts":
                     for note in found:
                         events += self._retire(user_id, note, at, stale, actor)

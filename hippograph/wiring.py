@@ -131,13 +131,13 @@ def build_learned(settings: Settings, embedder: Embedder) -> LearnedNotes | None
     cfg = settings.embeddings
     same = isinstance(embedder, OnnxMiniLMEmbedder) and cfg.precision == "int8" and cfg.model_path is None
     own = embedder if same else OnnxMiniLMEmbedder(cache_dir=cfg.cache_dir or default_cache_dir(), threads=cfg.threads)
-    weights = settings.extraction.notes_weights
+    weights, slots = settings.extraction.notes_weights, settings.extraction.slots_dir
     if weights is None:
-        return LearnedNotes.load(own.embed)
+        return LearnedNotes.load(own.embed, slots_dir=slots)
     if not (weights / "act.npz").is_file():
         raise ConfigurationError(f"HIPPOGRAPH_EXTRACTION__NOTES_WEIGHTS={weights} holds no notes judgement weights "
                                  "(act.npz, slot.npz, pair.npz: python -m hippograph.notes_model.train --out DIR)")
-    return LearnedNotes.load(own.embed, weights)
+    return LearnedNotes.load(own.embed, weights, slots)
 
 
 def _per_core(limit: int | None) -> int:

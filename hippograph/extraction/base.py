@@ -41,8 +41,10 @@ class Judged(BaseModel):
     """What the learned notes judgement (`hippograph.notes_model`) said of the clause a note comes from."""
 
     act: str  # "states" (or "changes"): a note; "retracts": it takes back the note it is most about
-    slot: str  # the catalogue's slot
+    slot: str  # the catalogue's slot, or (`own`) one of the tenant's own
     by_pair: bool  # a multi-valued or keyed slot: it replaces only a note the pair model judges the same
+    own: bool = False  # a slot the deployment added for the tenant (`notes_model.tenant_slots`)
+    key: str = ""  # the value or subject an LLM named for a multi-valued or keyed slot ("rex", "hosting")
     vector: list[float]  # the clause's vector and slot probabilities, which the pair model reads
     slots: list[float]
 

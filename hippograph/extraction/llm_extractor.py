@@ -12,10 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 
-from hippograph.extraction.base import USER, ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
+from hippograph.extraction.base import (
+    USER,
+    ExtractedEntity,
+    ExtractedNote,
+    ExtractedRelation,
+    Extraction,
+    Judged,
+)
 from hippograph.extraction.prompts import extract as p
-from hippograph.extraction.rules import is_small_talk, split_speaker
+from hippograph.extraction.rules import is_small_talk, slug, split_speaker
 from hippograph.llm.client import LLMClient
 from hippograph.llm.usage import acting_for, current_user
 from hippograph.models import Episode, NoteKind
@@ -34,6 +42,40 @@ def predicate(raw: str) -> str | None:
 def slot(kind: str, raw: str) -> str:
     text = _SLOT.sub("_", raw.strip().lower()).strip("_:")
     return text if text.startswith(f"{kind}:") else f"{kind}:{text or 'general'}"
+
+
+def catalogued(note: p.LLMNote, text: str, episode_id: str) -> ExtractedNote:
+    """A note of the model's answer in the catalogue's terms (`notes_model/catalogue.json`, the learned
+    judgement's): its slot ("city"; "pets:rex" and "decision:hosting", by value or subject, for a slot of
+    several values or a keyed one), and what the model said of it (`judged`, the act and slot, read by the
+    note writer as the learned judgement's own). A slot outside the catalogue keeps the model's own name,
+    and the learned slot model, when there is one, gives it its slot (`LearnedNotes.adopt`)."""
+    raw = _SLOT.sub("_", note.slot.strip().lower()).strip("_:")
+    name = raw.split(":", 1)[-1] if raw.split(":", 1)[0] in ("fact", "preference", "decision") and ":" in raw else raw
+    known = _catalogue()
+    key = slug(note.subject or text)[:80]
+    if note.act == "retracts":
+        return ExtractedNote(kind=NoteKind(note.kind), text=text, slot=f"retract:{note.subject or text}",
+                             episode_id=episode_id, confidence=note.confidence,
+                             judged=Judged(act="retracts", slot=name if name in known else "", by_pair=True,
+                                           key=slug(note.subject)[:80] if note.subject else "", vector=[], slots=[]))
+    if name not in known:
+        return ExtractedNote(kind=NoteKind(note.kind), text=text, slot=slot(note.kind, note.slot), episode_id=episode_id,
+                             confidence=note.confidence,
+                             judged=Judged(act="states", slot="", by_pair=False, vector=[], slots=[]))
+    keyed = known[name]
+    return ExtractedNote(kind=NoteKind(note.kind), text=text, slot=f"{name}:{key}" if keyed else name,
+                         episode_id=episode_id, confidence=note.confidence,
+                         judged=Judged(act="states", slot=name, by_pair=keyed, key=key if keyed else "", vector=[],
+                                       slots=[]))
+
+
+@cache
+def _catalogue() -> dict[str, bool]:
+    """The catalogue's slots, each with whether it is keyed (several values, or a subject)."""
+    from hippograph.notes_model.corpus import KEYED_SLOTS, catalogue
+
+    return {s["slot"]: s["multi"] or s["slot"] in KEYED_SLOTS for s in catalogue()["slots"]}
 
 
 class LLMExtractor:
@@ -105,8 +147,7 @@ def to_extraction(answer: p.LLMExtraction, batch: Sequence[Episode], extractor: 
         ep = ids.get(note.message.strip())
         text = " ".join(note.text.split())
         if ep and text:
-            notes.append(ExtractedNote(kind=NoteKind(note.kind), text=text[:300], slot=slot(note.kind, note.slot),
-                                       episode_id=ep, confidence=note.confidence))
+            notes.append(catalogued(note, text[:300], ep))
     mentions: dict[str, list[str]] = {}
     small_talk = []
     for m in answer.messages:

@@ -32,19 +32,28 @@ WEIGHTS = Path(__file__).with_name("weights")
 
 @dataclass
 class Judgement:
-    """The three models: the act of a clause, its slot, and whether two statements are about the same thing."""
+    """The three models: the act of a clause, its slot, and whether two statements are about the same thing;
+    and the words the act and slot models read beside the clause's vector (`words`)."""
     act: LinearModel
     slot: LinearModel
     pair: LinearModel
+    vocabulary: list[str] = field(default_factory=list)
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("act", "slot", "pair"):
             getattr(self, name).save(folder / f"{name}.npz")
+        (folder / "words.json").write_text(json.dumps(self.vocabulary, indent=0) + "\n")
 
     @classmethod
     def load(cls, folder: Path = WEIGHTS) -> Judgement:
-        return cls(*(LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair")))
+        words = folder / "words.json"
+        act, slot, pair = (LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair"))
+        return cls(act, slot, pair, json.loads(words.read_text()) if words.is_file() else [])
+
+    def clause_features(self, x: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """What the act and slot models read of rows of `features.matrix` and their clauses' words."""
+        return np.concatenate([clause_x(x), words(texts, self.vocabulary)], axis=1)
 
 
 def limits_of(folder: Path) -> Thresholds:
@@ -61,6 +70,37 @@ def clause_x(x: np.ndarray) -> np.ndarray:
     the act model without them found notes with precision 0.720 and recall 0.727 (mean of 13 writers),
     with them 0.712 and 0.714."""
     return np.concatenate([x[:, :DIM], x[:, 3 * DIM:]], axis=1)
+
+
+_TERM = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def terms(text: str) -> set[str]:
+    """The words of a clause as the act and slot models read them: lower case, letters (and an apostrophe)."""
+    return set(_TERM.findall(text.lower()))
+
+
+def vocabulary(texts: Sequence[str], writers: Sequence[str], least_writers: int = 3, least_count: int = 5) -> list[str]:
+    """The words used by at least `least_writers` writers and `least_count` times: what the models may read
+    beside the vectors. Words of one writer's domain or voice would fit that writer and no other."""
+    by: dict[str, set[str]] = {}
+    count: dict[str, int] = {}
+    for text, writer in zip(texts, writers, strict=True):
+        for t in terms(text):
+            by.setdefault(t, set()).add(writer)
+            count[t] = count.get(t, 0) + 1
+    return sorted(t for t, ws in by.items() if len(ws) >= least_writers and count[t] >= least_count)
+
+
+def words(texts: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
+    """One row per text: 1 for each word of `vocab` it holds (read unscaled: `linear.fit(raw=...)`)."""
+    at = {t: k for k, t in enumerate(vocab)}
+    out = np.zeros((len(texts), len(vocab)), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for t in terms(text):
+            if (k := at.get(t)) is not None:
+                out[i, k] = 1.0
+    return out
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -86,14 +126,15 @@ def lexical(a: str, b: str) -> list[float]:
 
 
 def pair_features(xa: np.ndarray, xb: np.ndarray, sa: np.ndarray, sb: np.ndarray, ta: Sequence[str],
-                  tb: Sequence[str]) -> np.ndarray:
+                  tb: Sequence[str], same_slot: np.ndarray | None = None) -> np.ndarray:
     """An earlier note's and a new clause's vectors (rows), slot probabilities (rows) and words: what the
-    pair model reads. The note's slot counts as sure (a stored note keeps its slot, not the probabilities)."""
+    pair model reads. The note's slot counts as sure (a stored note keeps its slot, not the probabilities).
+    `same_slot`: whether each pair is of one slot, when it is a slot outside the catalogue (a tenant's)."""
     ea, eb = xa[:, :DIM], xb[:, :DIM]
     if sa.size:
         sa = ((sa >= sa.max(axis=1, keepdims=True)) & (sa > 0)).astype(np.float32)
     cos = (ea * eb).sum(axis=1, keepdims=True)
-    same_slot = (sa * sb).sum(axis=1, keepdims=True)
+    same_slot = (sa * sb).sum(axis=1, keepdims=True) if same_slot is None else same_slot.reshape(-1, 1)
     words = np.array([lexical(a, b) for a, b in zip(ta, tb, strict=True)], dtype=np.float32).reshape(len(ta), 4)
     return np.concatenate([ea * eb, np.abs(ea - eb), cos, same_slot, sa * sb, words], axis=1)
 
@@ -154,7 +195,8 @@ def act_of(note: float, retract: float, limits: Thresholds) -> str | None:
 def related(slot_names: Sequence[str], slots: Sequence[float] | np.ndarray, slot: str, by_pair: frozenset[str] | set[str],
             limits: Thresholds) -> set[str]:
     """The single-valued slots a new note of single-valued `slot` replaces the current notes of: its own, and
-    those its clause gives at least `limits.related`."""
+    those its clause gives at least `limits.related` (but a note of another slot said in the same message:
+    "I live in Lisbon and I work at Globex" is two notes)."""
     return {s for s, p in zip(slot_names, slots, strict=True) if p >= limits.related and s not in by_pair} | {slot}
 
 
@@ -174,7 +216,7 @@ def decide(answer: Answer, text: str, source: str, notes: list[HeldNote], slot_n
             gone = [best] if best is not None and score >= limits.same else []
         else:  # one value: the slot's current note, whatever its words (and those of related slots)
             near = related(slot_names, answer.slots, slot, multi | KEYED_SLOTS, limits)
-            gone = [n for n in notes if n.current and n.slot in near]
+            gone = [n for n in notes if n.current and n.slot in near and (n.slot == slot or n.source != source)]
         notes.append(held)
         for n in gone:
             n.current = False

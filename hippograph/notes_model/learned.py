@@ -2,7 +2,7 @@
 the catalogue each fills, and what it replaces or takes back.
 
 The spaCy extractor gives each user message's clauses with their parse (`Extraction.clauses`); here they
-are read with the MiniLM vector of the clause, as the models were trained (`features.matrix`, `judge.clause_x`). A clause judged to be a note is the note, in the user's own words
+are read with the MiniLM vector of the clause, as the models were trained (`features.matrix`, `Judgement.clause_features`). A clause judged to be a note is the note, in the user's own words
 with its relative dates made absolute ("we moved to Bristol last month", said in May 2026: "We moved to
 Bristol in April 2026"). The rules' third-person wordings ("Lives in Bristol") were measured against the
 clause's own words on the notes corpus and lost: they drop values ("done with the move, Bristol is so much
@@ -30,6 +30,7 @@ from hippograph.dates import resolve_in_text
 from hippograph.extraction.base import Clause, ExtractedNote, Extraction, Judged
 from hippograph.extraction.rules import slug
 from hippograph.models import Episode, Note, NoteKind
+from hippograph.notes_model import tenant_slots
 from hippograph.notes_model.corpus import KEYED_SLOTS, NOTE_ACTS, catalogue
 from hippograph.notes_model.features import DIM
 from hippograph.notes_model.judge import (
@@ -40,7 +41,10 @@ from hippograph.notes_model.judge import (
     limits_of,
     pair_features,
     related,
+    words,
 )
+from hippograph.notes_model.segment import FEATURES
+from hippograph.notes_model.tenant_slots import SlotSpec, TenantSlots
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +55,10 @@ EMBEDDER = "all-MiniLM-L6-v2"
 class LearnedNotes:
     """The models with the embedder whose vectors they read."""
 
-    def __init__(self, judgement: Judgement, embed: Embed, limits: Thresholds | None = None) -> None:
+    def __init__(self, judgement: Judgement, embed: Embed, limits: Thresholds | None = None,
+                 tenant_slots: dict[str, TenantSlots] | None = None) -> None:
         self.j, self.embed, self.limits = judgement, embed, limits or Thresholds()
+        self.tenant_slots = tenant_slots or {}  # a deployment's own slots, by tenant (`tenant_slots`)
         slots = catalogue()["slots"]
         self.kinds = {s["slot"]: s["kind"] for s in slots}
         self.by_pair = frozenset(s["slot"] for s in slots if s["multi"]) | KEYED_SLOTS
@@ -65,12 +71,14 @@ class LearnedNotes:
         self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, embed: Embed, folder: Path = WEIGHTS) -> LearnedNotes | None:
-        """The judgement of `folder` (the package's weights); None when there are none."""
+    def load(cls, embed: Embed, folder: Path = WEIGHTS, slots_dir: Path | None = None) -> LearnedNotes | None:
+        """The judgement of `folder` (the package's weights), with the tenants' own slots of `slots_dir`; None
+        when there are no weights."""
         if not (folder / "act.npz").is_file():
             log.warning("no notes judgement weights in %s: notes are the rules' alone", folder)
             return None
-        return cls(Judgement.load(folder), embed, limits_of(folder))
+        own = tenant_slots.load(slots_dir, embed) if slots_dir is not None else None
+        return cls(Judgement.load(folder), embed, limits_of(folder), own)
 
     # --- reading -----------------------------------------------------------------------------------
     def _vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
@@ -89,24 +97,29 @@ class LearnedNotes:
             known.update(made)
         return known
 
-    def notes(self, episodes: Sequence[Episode], ex: Extraction) -> list[ExtractedNote]:
+    def notes(self, episodes: Sequence[Episode], ex: Extraction, tenant: str | None = None) -> list[ExtractedNote]:
         """The extraction's notes with the judgement's for every user message it has clauses of (in the
-        messages' order); the other messages keep the notes the extractor found."""
+        messages' order); the other messages keep the notes the extractor found. A note may fill a slot of
+        the `tenant`'s own."""
         judged = [e for e in episodes if ex.clauses.get(e.id)]
         if not judged:
             return ex.notes
         vectors = self._vectors([c.text for e in judged for c in ex.clauses[e.id]])
-        # the clause's vector and its parse: what the act and slot models read (`judge.clause_x`)
+        # the clause's vector, its parse and its words: what the act and slot models read
+        texts = [c.text for e in judged for c in ex.clauses[e.id]]
         x = np.stack([np.concatenate([vectors[c.text], np.asarray(c.parse, dtype=np.float32)])
                       for e in judged for c in ex.clauses[e.id]])
+        x = np.concatenate([x, words(texts, self.j.vocabulary)], axis=1)
         acts, slots = self.j.act.probabilities(x), self.j.slot.probabilities(x)
+        own = self.tenant_slots.get(tenant) if tenant is not None else None
+        fills = own.match(x[:, :DIM]) if own is not None else [(None, 0.0)] * len(x)
         found: dict[str, list[ExtractedNote]] = {}
         row = 0
         for e in judged:
             clauses = ex.clauses[e.id]
             for clause in clauses:
                 found.setdefault(e.id, []).extend(
-                    self._clause_notes(e.id, e.timestamp, clause, x[row], acts[row], slots[row]))
+                    self._clause_notes(e.id, e.timestamp, clause, x[row], acts[row], slots[row], fills[row][0]))
                 row += 1
         out: list[ExtractedNote] = []
         for e in episodes:
@@ -115,16 +128,23 @@ class LearnedNotes:
         return out + [n for n in ex.notes if n.episode_id not in known]
 
     def _clause_notes(self, episode_id: str, at: datetime, clause: Clause, x: np.ndarray, acts: np.ndarray,
-                      slots: np.ndarray) -> list[ExtractedNote]:
-        """The note a clause is (in its own words, its relative dates made absolute), or the retraction."""
+                      slots: np.ndarray, own: SlotSpec | None = None) -> list[ExtractedNote]:
+        """The note a clause is (in its own words, its relative dates made absolute), or the retraction. A
+        note that fills a slot of the tenant's own (`own`) is of that slot, as sure as the act is."""
         note = float(acts[self._note].sum())
         retract = float(acts[self._retract]) if self._retract is not None else 0.0
         act = act_of(note, retract, self.limits)
         k = int(slots.argmax())
         if act == "note":
+            text = _as_note(resolve_in_text(clause.text, at))
+            if own is not None:
+                return [ExtractedNote(
+                    kind=NoteKind(own.kind), text=text, slot=f"{own.slot}:{slug(text)[:80]}" if own.multi else own.slot,
+                    episode_id=episode_id, confidence=round(note, 4),
+                    judged=Judged(act="states", slot=own.slot, by_pair=own.multi, own=True, vector=x[:DIM].tolist(),
+                                  slots=[0.0] * len(slots)))]
             slot = self.slot_names[k]
             by_pair = slot in self.by_pair
-            text = _as_note(resolve_in_text(clause.text, at))
             return [ExtractedNote(
                 kind=NoteKind(self.kinds.get(slot, "fact")), text=text,
                 slot=f"{slot}:{slug(text)[:80]}" if by_pair else slot, episode_id=episode_id,
@@ -137,10 +157,38 @@ class LearnedNotes:
                                                 vector=x[:DIM].tolist(), slots=slots.tolist()))]
         return []
 
+    def adopt(self, notes: Sequence[ExtractedNote]) -> list[ExtractedNote]:
+        """The notes an LLM judged (`Judged` without vectors: `llm_extractor.catalogued`) made ready for the
+        note writer as the learned judgement's own: each with its vector, and its slot sure. A note whose slot
+        the model gave outside the catalogue takes the slot model's (read from its vector and words)."""
+        todo = [n for n in notes if n.judged is not None and not n.judged.vector]
+        if not todo:
+            return list(notes)
+        vectors = self._vectors([n.text for n in todo])
+        out = []
+        for n in notes:
+            if n.judged is None or n.judged.vector:
+                out.append(n)
+                continue
+            v = vectors[n.text]
+            slot, update = n.judged.slot, {}
+            if slot not in self.slot_names and n.judged.act != "retracts":  # the slot model takes over
+                x = np.concatenate([v, np.zeros(len(FEATURES), dtype=np.float32), words([n.text], self.j.vocabulary)[0]])
+                slot = self.slot_names[int(self.j.slot.probabilities(x[None, :])[0].argmax())]
+                update = {"kind": NoteKind(self.kinds.get(slot, n.kind.value)),
+                          "slot": f"{slot}:{slug(n.text)[:80]}" if slot in self.by_pair else slot}
+            sure = np.zeros(len(self.slot_names), dtype=np.float32)
+            if slot in self.slot_names:
+                sure[self.slot_names.index(slot)] = 1.0
+            judged = n.judged.model_copy(update={"slot": slot, "vector": v.tolist(), "slots": sure.tolist(),
+                                                 "by_pair": n.judged.by_pair or slot in self.by_pair})
+            out.append(n.model_copy(update={**update, "judged": judged}))
+        return out
+
     # --- writing -----------------------------------------------------------------------------------
     def same(self, judged: Judged, text: str, notes: Sequence[Note]) -> list[float]:
         """For each note, the pair model's probability that the judged statement (`text`) is about the same
-        thing."""
+        thing. A statement of a deployment's slot and a note of that slot are of the same slot."""
         if not notes:
             return []
         vectors = self._vectors([n.text for n in notes])
@@ -152,16 +200,24 @@ class LearnedNotes:
                 sa[i, self.slot_names.index(family)] = 1.0
         xb = np.tile(np.asarray(judged.vector, dtype=np.float32), (len(notes), 1))
         sb = np.tile(np.asarray(judged.slots, dtype=np.float32), (len(notes), 1))
-        f = pair_features(xa, xb, sa, sb, [n.text for n in notes], [text] * len(notes))
+        same_slot = [float(judged.own and n.slot.split(":", 1)[0] == judged.slot) for n in notes]
+        f = pair_features(xa, xb, sa, sb, [n.text for n in notes], [text] * len(notes),
+                          same_slot=np.asarray(same_slot, dtype=np.float32) if judged.own else None)
         return [float(p) for p in self.j.pair.probabilities(f)[:, self._same]]
 
     def replaced(self, judged: Judged, text: str, current: Sequence[Note]) -> list[Note]:
         """The current notes a judged statement replaces (or retires). For a single-valued slot, the one of its
-        slot and those of the single-valued slots its clause gives at least `related`; else the one the pair
-        model is surest is about the same thing, if sure enough."""
+        slot and those of the single-valued slots its clause gives at least `related`; else the note of the
+        value or subject an LLM named (`Judged.key`), or the one the pair model is surest is about the same
+        thing, if sure enough."""
         if judged.act != "retracts" and not judged.by_pair:
+            if judged.own:  # a deployment's single-valued slot: its current note, nothing else
+                return [n for n in current if n.slot == judged.slot]
             near = related(self.slot_names, judged.slots, judged.slot, self.by_pair, self.limits)
             return sorted((n for n in current if n.slot in near), key=lambda n: n.slot != judged.slot)
+        named = [n for n in current if judged.key and n.slot == f"{judged.slot}:{judged.key}"]
+        if named or (judged.key and judged.act != "retracts"):
+            return named[:1]  # the value or subject an LLM named: its note, whatever the words, or none
         pool = [n for n in current if judged.act == "retracts" or n.slot.split(":", 1)[0] == judged.slot]
         scores = self.same(judged, text, pool)
         if not scores:

@@ -41,8 +41,10 @@ class LinearModel:
             return cls([str(c) for c in f["classes"]], f["mean"], f["scale"], f["coef"], f["intercept"])
 
 
-def fit(x: np.ndarray, y: list[str] | np.ndarray, c: float = 1.0, balanced: bool = False) -> LinearModel:
-    """A model of `y` from `x` (deterministic: the same rows give the same numbers)."""
+def fit(x: np.ndarray, y: list[str] | np.ndarray, c: float = 1.0, balanced: bool = False, raw: int = 0) -> LinearModel:
+    """A model of `y` from `x` (deterministic: the same rows give the same numbers). Each feature is centred and
+    scaled to unit variance but the last `raw` (words present or not): a rare word scaled up would cost the
+    regularisation little and fit the few rows it is in."""
     try:
         from sklearn.linear_model import LogisticRegression
     except ImportError as exc:  # the server reads weights without it; training needs it
@@ -51,6 +53,8 @@ def fit(x: np.ndarray, y: list[str] | np.ndarray, c: float = 1.0, balanced: bool
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-6] = 1.0
+    if raw:
+        mean[-raw:], scale[-raw:] = 0.0, 1.0
     model = LogisticRegression(C=c, max_iter=1000, tol=1e-3, class_weight="balanced" if balanced else None)
     model.fit((x - mean) / scale, np.asarray(y))
     return LinearModel([str(k) for k in model.classes_], mean, scale, model.coef_, model.intercept_)

@@ -6,14 +6,19 @@ from __future__ import annotations
 import re
 
 _LINE = re.compile(r"^(m\d+) \((USER|[^,)]*)[^)]*\): (.*)$")
-_PATTERNS = [  # (regex on a USER message, predicate, note kind, slot, note text, entity type)
-    (re.compile(r"\bI work (?:at|for) ([A-Z][\w&]*(?: [A-Z][\w&]*)*)"), "WORKS_AT", "fact", "fact:works_at",
+_PATTERNS = [  # (regex on a USER message, predicate, note kind, slot, note text, entity type): the slots are
+    # the catalogue's, as the prompt asks; "I prefer" gets a slot of the model's own, as a weaker model's might
+    (re.compile(r"\bI work (?:at|for) ([A-Z][\w&]*(?: [A-Z][\w&]*)*)"), "WORKS_AT", "fact", "employer",
      "Works at {0}", "Organization"),
-    (re.compile(r"\bI (?:live|moved) (?:in|to) ([A-Z]\w*(?: [A-Z]\w*)*)"), "LIVES_IN", "fact", "fact:live_in",
+    (re.compile(r"\bI (?:live|moved) (?:in|to) ([A-Z]\w*(?: [A-Z]\w*)*)"), "LIVES_IN", "fact", "city",
      "Lives in {0}", "Location"),
     (re.compile(r"\bI prefer ([\w ]+?)(?:[.,!]|$)"), None, "preference", "preference:prefer", "Prefers {0}", None),
     (re.compile(r"\bmy manager is ([A-Z]\w*(?: [A-Z]\w*)*)", re.IGNORECASE), "REPORTS_TO", "fact",
-     "fact:reports_to", "Reports to {0}", "Person"),
+     "manager", "Reports to {0}", "Person"),
+    (re.compile(r"\b[Ww]e (?:picked|chose|went with) ([A-Z]\w*) for (\w+)"), None, "decision", "decision",
+     "Chose {0} for {1}", None),
+    (re.compile(r"\b[Ww]e have a (?:dog|cat) called ([A-Z]\w*)"), None, "fact", "pets", "Has a pet called {0}", None),
+    (re.compile(r"\b([A-Z]\w*) (?:died|passed away)"), None, "fact", "pets", "{0}", None),
 ]
 
 
@@ -35,7 +40,11 @@ def extraction(request: dict) -> dict:
             for regex, predicate, kind, slot, note, etype in _PATTERNS:
                 if found := regex.search(text):
                     value = found.group(1).strip()
-                    notes.append({"kind": kind, "text": note.format(value), "slot": slot, "message": key,
+                    groups = [g.strip() for g in found.groups()]
+                    retracts = "died" in text or "passed away" in text
+                    notes.append({"kind": kind, "text": note.format(*groups), "slot": slot, "message": key,
+                                  "act": "retracts" if retracts else "changes" if "moved" in text else "states",
+                                  "subject": groups[-1] if slot in ("decision", "pets") else "",
                                   "confidence": 0.9})
                     if predicate:
                         entities.append({"name": value, "type": etype})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -72,9 +74,7 @@ def test_idempotent_client_ids(client: TestClient) -> None:
     assert changed.status_code == 409 and "m2" in changed.json()["detail"]
 
 
-@pytest.mark.parametrize("notes", ["rules", pytest.param("learned", marks=pytest.mark.xfail(strict=True, reason=(
-    "the learned slot model reads 'I now manage the whole country' as a job title and 'I manage the Northwest "
-    "region' as a responsibility, at 0.08 (the related threshold is 0.2): both stay current")))])
+@pytest.mark.parametrize("notes", ["rules", "learned"])
 def test_supersession_keeps_history(notes: str, request: pytest.FixtureRequest) -> None:
     client: TestClient = request.getfixturevalue("rules_client" if notes == "rules" else "client")
     post(client, "bob", "s1", [{"id": "a", "role": "user", "content": "I manage the Northwest region.",
@@ -93,7 +93,9 @@ def test_supersession_keeps_history(notes: str, request: pytest.FixtureRequest) 
     notes = [i["text"] for i in ctx["sections"]["notes"]]
     assert any("whole country" in n for n in notes) and not any("Northwest" in n for n in notes)
     old_said = [i["text"] for i in ctx["sections"]["memories"] if i["provenance"] == ["a"]]
-    assert old_said and all("outdated since 2024-06-01; now: Manages the whole country" in t for t in old_said)
+    # the rules word the note "Manages the whole country", the learned judgement keeps the user's words
+    assert old_said and all(re.search(r"outdated since 2024-06-01; now: [^]]*(?i:manages?) the whole country", t)
+                            for t in old_said)
 
 
 def test_context_window_pins_and_marks_the_gap(client: TestClient) -> None:

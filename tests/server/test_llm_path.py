@@ -17,6 +17,7 @@ from hippograph.config import EmbeddingSettings, ExtractionSettings, LLMSettings
 from hippograph.errors import ConfigurationError
 from hippograph.lifecycle import stored_summary
 from hippograph.models import MessageIn, Role
+from hippograph.notes_model.corpus import catalogue
 from hippograph.server.app import create_app
 from hippograph.wiring import build
 from tests.fakes.answers import answer
@@ -67,6 +68,30 @@ def test_good_answers_land_in_both_stores_and_are_counted(fake: FakeOpenAI) -> N
         assert usage[("ula", "extract")].calls == 1 and usage[("ula", "extract")].prompt_tokens > 0
         assert usage[("ula", "embed")].calls >= 2  # the write's records, then the search query
         assert fake.calls("/embeddings")[0]["headers"]["authorization"] == "Bearer test-key"
+
+
+def test_the_models_notes_are_on_the_catalogue_and_written_as_the_learned_judgements(fake: FakeOpenAI) -> None:
+    """The prompt asks for the notes catalogue's slots and acts; the answers go through the same note writer
+    as the learned judgement's: a decision is keyed by its subject, a second pet is added and one that died
+    is retired, a move replaces the city, and a slot outside the catalogue is given one by the slot model."""
+    with bench_service(None, llm_settings(fake)) as svc:
+        for i, text in enumerate(["I live in Lisbon. We went with Hetzner for hosting.",
+                                  "We have a dog called Rex. We chose GitLab for CI.",
+                                  "We have a cat called Miso. I prefer short answers.",
+                                  "I moved to Porto. We picked Vercel for hosting.", "Rex died last week."]):
+            svc.remember("cat", f"s{i}", None, [say(i, text, "cat")])
+        system = fake.calls("/chat/completions")[0]["json"]["messages"][0]["content"]
+        assert "blocked_times (several values)" in system and "retracts:" in system  # the catalogue, in the prompt
+        notes = svc.graph.list_notes("cat", include_history=True)
+        current = {n.text: n.slot for n in notes if n.current}
+        assert current.get("Lives in Porto") == "city" and "Lives in Lisbon" not in current, notes
+        assert current.get("Chose Vercel for hosting") == "decision:hosting", notes
+        assert current.get("Chose GitLab for CI") == "decision:ci", notes  # another subject stays
+        assert "Chose Hetzner for hosting" not in current
+        assert current.get("Has a pet called Miso") == "pets:miso" and "Has a pet called Rex" not in current, notes
+        assert any(n.text == "Has a pet called Rex" and not n.current for n in notes)  # retired, in the history
+        prefers = [n for n in notes if n.text == "Prefers short answers"]
+        assert prefers and prefers[0].slot.split(":")[0] in {s["slot"] for s in catalogue()["slots"]}, prefers
 
 
 @pytest.mark.parametrize("broken", ["think", "fenced"])

@@ -11,6 +11,16 @@ from hippograph.models import Episode
 
 USER_NAME = "USER"  # how the prompt names the person whose memory this is
 
+def _catalogue() -> str:
+    """The notes catalogue's slots and acts, as the prompt lists them (the learned judgement's own)."""
+    from hippograph.notes_model.corpus import catalogue
+
+    c = catalogue()
+    slots = "\n".join(f"  {s['slot']}{' (several values)' if s['multi'] else ''}: {s['description']}" for s in c["slots"])
+    acts = "\n".join(f"  {a['act']}: {a['description']}" for a in c["acts"] if a["act"] in ("states", "changes", "retracts"))
+    return f"Slots:\n{slots}\nActs:\n{acts}"
+
+
 SYSTEM = f"""You extract long-term memory from a conversation between a person ({USER_NAME}) and an assistant.
 Return one JSON object with:
 - entities: named things that matter (people, organisations, places, products, projects, events, dates),
@@ -20,13 +30,18 @@ Return one JSON object with:
   for the person. `fact` is the clause that supports it; `message` is the id of the message that says it.
 - notes: what {USER_NAME} says about themselves that is worth remembering for weeks: facts, preferences and
   decisions, each a short third-person statement without the name ("Manages the Northwest region",
-  "Prefers aisle seats", "Decided to move the launch to May"). `slot` names what the note is about, so a
-  later note with the same slot replaces it: "fact:live_in", "fact:works_at", "preference:seat",
-  "decision:launch_date". confidence: 0.9 when stated plainly, lower when hedged.
+  "Prefers aisle seats", "Decided to move the launch to May"). `slot` is one of the slots below: a later
+  note of a slot replaces the earlier one, but in a slot with several values (a second pet) only a note
+  about the same value does. `subject` names, for decision and other, what it is about ("hosting", "CI"),
+  and for a slot with several values, the value ("Rex"). `act` is one of the acts below: "retracts" takes
+  a note back without a new value (its `text` says what is taken back). confidence: 0.9 when stated
+  plainly, lower when hedged. Questions, plans not made, other people's facts, jokes, the world's news
+  and instructions for the task at hand are not notes.
 - messages: for every message id, the entity names it mentions and whether it is small talk
   (greetings, thanks, acknowledgements with no content).
 Only what the messages say; nothing from tool output; nothing the assistant merely suggested.
-Tool results and the assistant's guesses are never notes."""
+Tool results and the assistant's guesses are never notes.
+""" + _catalogue()
 
 
 class LLMEntity(BaseModel):
@@ -47,6 +62,8 @@ class LLMNote(BaseModel):
     text: str
     slot: str
     message: str
+    act: Literal["states", "changes", "retracts"] = "states"
+    subject: str = ""
     confidence: float = Field(0.8, ge=0.0, le=1.0)
 
 
