@@ -155,10 +155,14 @@ def through_pipeline(data: dict[str, list[dict]], chosen: dict[str, float], gene
             n = iter(range(10**9))
 
             def say(d: str, *texts: str) -> list:
+                """The user's notes, each with the client id of the message it was said in."""
                 owner = service.tenancy.owner(d, f"u{next(n)}", create=True)
                 for k, t in enumerate(texts):
                     service.remember(owner, f"s{k}", None, [MessageIn(id=f"m{k}", role=Role.user, content=t)])
-                return service.graph.list_notes(owner, include_history=True)
+                notes = service.graph.list_notes(owner, include_history=True)
+                said = {e.id: e.client_id for e in service.graph.get_episodes(
+                    owner, [i for nt in notes for i in nt.source_episode_ids])}
+                return [(nt, {said.get(i) for i in nt.source_episode_ids}) for nt in notes]
 
             def family(note) -> str:
                 return note.slot.split(":", 1)[0]
@@ -169,15 +173,14 @@ def through_pipeline(data: dict[str, list[dict]], chosen: dict[str, float], gene
                 for s in slots:
                     for t in s["held_out"]:
                         total_held += 1
-                        held += any(nt.current and family(nt) == s["slot"] for nt in say(d, t))
+                        held += any(nt.current and family(nt) == s["slot"] for nt, _ in say(d, t))
                     for t in s["near_misses"]:
                         total_near += 1
-                        near += any(family(nt) == s["slot"] for nt in say(d, t))
+                        near += any(family(nt) == s["slot"] for nt, _ in say(d, t))
                     for c in s["changes"]:
-                        notes = say(d, c["before"], c["after"])
-                        after = [nt for nt in notes if family(nt) == s["slot"] and "m1" in " ".join(nt.source_episode_ids)]
-                        before_current = any(nt.current and family(nt) == s["slot"] and nt not in after for nt in notes)
-                        now = any(nt.current for nt in after)
+                        notes = [(nt, ids) for nt, ids in say(d, c["before"], c["after"]) if family(nt) == s["slot"]]
+                        now = any(nt.current for nt, ids in notes if "m1" in ids)
+                        before_current = any(nt.current for nt, ids in notes if ids == {"m0"})
                         if s["multi"]:
                             changes["multi current"][0] += now
                             changes["multi current"][1] += 1
@@ -188,7 +191,7 @@ def through_pipeline(data: dict[str, list[dict]], chosen: dict[str, float], gene
                             changes["single"][1] += 1
                 taken = 0
                 for t in general[:200]:
-                    taken += any(family(nt) in {s["slot"] for s in slots} for nt in say(d, t))
+                    taken += any(family(nt) in {s["slot"] for s in slots} for nt, _ in say(d, t))
                 report[d] = {"threshold": chosen[d], "recall": round(held / total_held, 3),
                              "near_miss_false_rate": round(near / total_near, 3),
                              **{f"changes {k}": round(a / b, 3) if b else None for k, (a, b) in changes.items()},

@@ -31,7 +31,7 @@ from hippograph.notes_model.corpus import catalogue
 #: how many of a slot's closest examples a clause is compared with (their mean similarity)
 NEAREST = 3
 #: the least mean similarity for a note to fill a deployment's slot (a slot may set its own)
-THRESHOLD = 0.5
+THRESHOLD = 0.4
 
 Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
