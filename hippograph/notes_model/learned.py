@@ -18,6 +18,7 @@ to take something back retires the current note it is most surely about.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -226,8 +227,13 @@ class LearnedNotes:
         return [pool[best]] if scores[best] >= self.limits.same else []
 
 
+_JOINED = re.compile(r"^(?:and|but|plus|so)\s+(?=\S)", re.IGNORECASE)
+
+
 def _as_note(text: str) -> str:
-    """A clause as a note's words: trimmed (of a closing full stop too), its first letter capital."""
+    """A clause as a note's words: trimmed (of a closing full stop, and of the word that joined it to the
+    clause before: "and I prefer short answers" -> "I prefer short answers"), its first letter capital."""
     text = " ".join(text.split()).strip(" ,;-")
+    text = _JOINED.sub("", text).lstrip(" ,") or text
     text = text[:-1].rstrip() if text.endswith(".") and not text.endswith("..") else text
     return text[:1].upper() + text[1:]

@@ -112,3 +112,10 @@ def test_rules_alone_when_asked_and_a_missing_weights_folder_is_refused(tmp_path
     with pytest.raises(ConfigurationError, match="no notes judgement weights"), \
             bench_service(None, _settings(notes_weights=tmp_path)):
         pass
+
+
+def test_two_slots_of_one_message_are_two_notes_in_the_users_words(service: Hippograph) -> None:
+    """A note replaces another slot's note through a related slot only when said later, never one of its own
+    message; and the word that joined the clauses is not part of the note."""
+    notes = _say(service, "twoslots", [("u1", "user", "I live in Lisbon and I work at Globex.")])
+    assert {n.text: n.current for n in notes} == {"I live in Lisbon": True, "I work at Globex": True}, notes
