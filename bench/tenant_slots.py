@@ -39,11 +39,13 @@ sys.path.insert(0, str(REPO))
 
 from hippograph.bench.common import bench_service
 from hippograph.config import Settings
-from hippograph.models import MessageIn, Role, utcnow
+from hippograph.models import Episode, MessageIn, Role, utcnow
 from hippograph.notes_model import corpus
-from hippograph.notes_model.judge import act_of
-from hippograph.notes_model.tenant_slots import NEAREST, SlotSpec, TenantSlots
+from hippograph.notes_model.features import DIM
+from hippograph.notes_model.tenant_slots import SlotSpec, TenantSlots
 
+#: what a deployment's slots file holds of a domain's slot (the rest is what it is measured on)
+SPEC = ("slot", "kind", "multi", "description", "examples")
 TRIED = (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 DATA = REPO / "bench" / "notes" / "custom"
 
@@ -66,27 +68,16 @@ class Reader:
         self.service, self.learned = service, service.ingestor.notes.learned
 
     def clauses(self, texts: list[str]) -> list[list[tuple[np.ndarray, bool]]]:
-        from hippograph.models import Episode
-        from hippograph.notes_model.judge import words
-
         out = []
         for text in texts:
             ep = Episode(id="e", user_id="u", content=text, role=Role.user, timestamp=utcnow())
-            ex = self.service.extractor.extract([ep])
-            cl = ex.clauses.get("e", [])
+            cl = self.service.extractor.extract([ep]).clauses.get("e", [])
             if not cl:
                 out.append([])
                 continue
-            vec = self.learned._vectors([c.text for c in cl])
-            x = np.stack([np.concatenate([vec[c.text], np.asarray(c.parse, dtype=np.float32)]) for c in cl])
-            x = np.concatenate([x, words([c.text for c in cl], self.learned.j.vocabulary)], axis=1)
+            x = self.learned.features(cl)
             acts = self.learned.j.act.probabilities(x)
-            got = []
-            for row, a in zip(x, acts, strict=True):
-                note = float(a[self.learned._note].sum())
-                retract = float(a[self.learned._retract]) if self.learned._retract is not None else 0.0
-                got.append((row[:384], act_of(note, retract, self.learned.limits) == "note"))
-            out.append(got)
+            out.append([(row[:DIM], self.learned.act(a)[0] == "note") for row, a in zip(x, acts, strict=True)])
         return out
 
 
@@ -98,37 +89,23 @@ def scores(slots: TenantSlots, clauses: list[list[tuple[np.ndarray, bool]]]) -> 
         if not notes:
             out.append((None, 0.0))
             continue
-        out.append(_nearest(slots, np.stack(notes)))
+        best = slots.scores(np.stack(notes)).max(axis=0)  # each slot's nearest clause
+        k = int(best.argmax())
+        out.append((slots.specs[k].slot, float(best[k])))
     return out
-
-
-def _nearest(slots: TenantSlots, x: np.ndarray) -> tuple[str, float]:
-    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
-    best = ("", -1.0)
-    for spec, v in zip(slots.specs, slots.vectors, strict=True):
-        s = float(np.sort(x @ v.T, axis=1)[:, -NEAREST:].mean(axis=1).max())
-        if s > best[1]:
-            best = (spec.slot, s)
-    return best
 
 
 def clause_level(reader: Reader, data: dict[str, list[dict]], general: list[str]) -> dict[str, dict]:
     """Per domain: the scores of its held-out statements, near misses and the general corpus's messages."""
-    embed = reader.learned.embed
     general_clauses = reader.clauses(general)
     out = {}
     for d, slots in data.items():
-        specs = [SlotSpec.model_validate({k: s[k] for k in ("slot", "kind", "multi", "description", "examples")})
-                 for s in slots]
-        own = TenantSlots(specs, [_unit(np.asarray(embed(s.examples), dtype=np.float32)) for s in specs])
+        specs = [SlotSpec.model_validate({k: s[k] for k in SPEC}) for s in slots]
+        own = TenantSlots.of(specs, reader.learned.embed)
         out[d] = {"held": [(s["slot"], sc) for s in slots for sc in scores(own, reader.clauses(s["held_out"]))],
                   "near": [(s["slot"], sc) for s in slots for sc in scores(own, reader.clauses(s["near_misses"]))],
                   "general": scores(own, general_clauses)}
     return out
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
 
 
 def objective(part: dict, t: float) -> float:
@@ -145,7 +122,7 @@ def through_pipeline(data: dict[str, list[dict]], chosen: dict[str, float], gene
         folder.mkdir()
         for d, slots in data.items():
             (folder / f"{d}.json").write_text(json.dumps({"slots": [
-                {**{k: s[k] for k in ("slot", "kind", "multi", "description", "examples")}, "threshold": chosen[d]}
+                {**{k: s[k] for k in SPEC}, "threshold": chosen[d]}
                 for s in slots]}))
         base = Settings()
         settings = base.model_copy(update={"extraction": base.extraction.model_copy(

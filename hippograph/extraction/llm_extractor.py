@@ -72,10 +72,11 @@ def catalogued(note: p.LLMNote, text: str, episode_id: str) -> ExtractedNote:
 
 @cache
 def _catalogue() -> dict[str, bool]:
-    """The catalogue's slots, each with whether it is keyed (several values, or a subject)."""
-    from hippograph.notes_model.corpus import KEYED_SLOTS, catalogue
+    """The catalogue's slots, each with whether its notes are told apart by value or subject."""
+    from hippograph.notes_model.corpus import catalogue, paired_slots
 
-    return {s["slot"]: s["multi"] or s["slot"] in KEYED_SLOTS for s in catalogue()["slots"]}
+    paired = paired_slots()
+    return {s["slot"]: s["slot"] in paired for s in catalogue()["slots"]}
 
 
 class LLMExtractor:

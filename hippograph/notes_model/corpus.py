@@ -32,6 +32,11 @@ def catalogue(path: Path = CATALOGUE_PATH) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def paired_slots() -> frozenset[str]:
+    """The catalogue's slots whose notes are told apart by value or subject: the multi-valued and keyed ones."""
+    return frozenset(s["slot"] for s in catalogue()["slots"] if s["multi"]) | KEYED_SLOTS
+
+
 @dataclass
 class Clause:
     """One labelled clause of a user message."""

@@ -52,8 +52,7 @@ class Judgement:
         return cls(act, slot, pair, json.loads(words.read_text()) if words.is_file() else [])
 
     def clause_features(self, x: np.ndarray, texts: Sequence[str]) -> np.ndarray:
-        """What the act and slot models read of rows of `features.matrix` and their clauses' words."""
-        return np.concatenate([clause_x(x), words(texts, self.vocabulary)], axis=1)
+        return clause_features(x, texts, self.vocabulary)
 
 
 def limits_of(folder: Path) -> Thresholds:
@@ -101,6 +100,11 @@ def words(texts: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
             if (k := at.get(t)) is not None:
                 out[i, k] = 1.0
     return out
+
+
+def clause_features(x: np.ndarray, texts: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
+    """What the act and slot models read of rows of `features.matrix` and their clauses' words."""
+    return np.concatenate([clause_x(x), words(texts, vocab)], axis=1)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

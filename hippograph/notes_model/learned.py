@@ -32,7 +32,7 @@ from hippograph.extraction.base import Clause, ExtractedNote, Extraction, Judged
 from hippograph.extraction.rules import slug
 from hippograph.models import Episode, Note, NoteKind
 from hippograph.notes_model import tenant_slots
-from hippograph.notes_model.corpus import KEYED_SLOTS, NOTE_ACTS, catalogue
+from hippograph.notes_model.corpus import NOTE_ACTS, catalogue, paired_slots
 from hippograph.notes_model.features import DIM
 from hippograph.notes_model.judge import (
     WEIGHTS,
@@ -62,7 +62,7 @@ class LearnedNotes:
         self.tenant_slots = tenant_slots or {}  # a deployment's own slots, by tenant (`tenant_slots`)
         slots = catalogue()["slots"]
         self.kinds = {s["slot"]: s["kind"] for s in slots}
-        self.by_pair = frozenset(s["slot"] for s in slots if s["multi"]) | KEYED_SLOTS
+        self.by_pair = paired_slots()
         self.slot_names = list(self.j.slot.classes)
         acts = self.j.act.classes
         self._note = [acts.index(a) for a in NOTE_ACTS if a in acts]
@@ -105,12 +105,7 @@ class LearnedNotes:
         judged = [e for e in episodes if ex.clauses.get(e.id)]
         if not judged:
             return ex.notes
-        vectors = self._vectors([c.text for e in judged for c in ex.clauses[e.id]])
-        # the clause's vector, its parse and its words: what the act and slot models read
-        texts = [c.text for e in judged for c in ex.clauses[e.id]]
-        x = np.stack([np.concatenate([vectors[c.text], np.asarray(c.parse, dtype=np.float32)])
-                      for e in judged for c in ex.clauses[e.id]])
-        x = np.concatenate([x, words(texts, self.j.vocabulary)], axis=1)
+        x = self.features([c for e in judged for c in ex.clauses[e.id]])
         acts, slots = self.j.act.probabilities(x), self.j.slot.probabilities(x)
         own = self.tenant_slots.get(tenant) if tenant is not None else None
         fills = own.match(x[:, :DIM]) if own is not None else [(None, 0.0)] * len(x)
@@ -128,13 +123,26 @@ class LearnedNotes:
         known = {e.id for e in episodes}
         return out + [n for n in ex.notes if n.episode_id not in known]
 
+    def features(self, clauses: Sequence[Clause]) -> np.ndarray:
+        """What the act and slot models read of each clause: its vector, its parse (zeros when there is none:
+        a note an LLM wrote) and its words. The vector is the row's first `DIM` numbers."""
+        vectors = self._vectors([c.text for c in clauses])
+        x = np.stack([np.concatenate([vectors[c.text], np.asarray(c.parse or [0.0] * len(FEATURES), dtype=np.float32)])
+                      for c in clauses])
+        return np.concatenate([x, words([c.text for c in clauses], self.j.vocabulary)], axis=1)
+
+    def act(self, acts: np.ndarray) -> tuple[str | None, float, float]:
+        """What a clause's act probabilities make of it (`judge.act_of`), with its note and retraction
+        probabilities."""
+        note = float(acts[self._note].sum())
+        retract = float(acts[self._retract]) if self._retract is not None else 0.0
+        return act_of(note, retract, self.limits), note, retract
+
     def _clause_notes(self, episode_id: str, at: datetime, clause: Clause, x: np.ndarray, acts: np.ndarray,
                       slots: np.ndarray, own: SlotSpec | None = None) -> list[ExtractedNote]:
         """The note a clause is (in its own words, its relative dates made absolute), or the retraction. A
         note that fills a slot of the tenant's own (`own`) is of that slot, as sure as the act is."""
-        note = float(acts[self._note].sum())
-        retract = float(acts[self._retract]) if self._retract is not None else 0.0
-        act = act_of(note, retract, self.limits)
+        act, note, retract = self.act(acts)
         k = int(slots.argmax())
         if act == "note":
             text = _as_note(resolve_in_text(clause.text, at))
@@ -165,16 +173,16 @@ class LearnedNotes:
         todo = [n for n in notes if n.judged is not None and not n.judged.vector]
         if not todo:
             return list(notes)
-        vectors = self._vectors([n.text for n in todo])
+        rows = dict(zip((n.text for n in todo), self.features([Clause(text=n.text, parse=[]) for n in todo]), strict=True))
         out = []
         for n in notes:
             if n.judged is None or n.judged.vector:
                 out.append(n)
                 continue
-            v = vectors[n.text]
+            x = rows[n.text]
+            v = x[:DIM]
             slot, update = n.judged.slot, {}
             if slot not in self.slot_names and n.judged.act != "retracts":  # the slot model takes over
-                x = np.concatenate([v, np.zeros(len(FEATURES), dtype=np.float32), words([n.text], self.j.vocabulary)[0]])
                 slot = self.slot_names[int(self.j.slot.probabilities(x[None, :])[0].argmax())]
                 update = {"kind": NoteKind(self.kinds.get(slot, n.kind.value)),
                           "slot": f"{slot}:{slug(n.text)[:80]}" if slot in self.by_pair else slot}
@@ -201,9 +209,9 @@ class LearnedNotes:
                 sa[i, self.slot_names.index(family)] = 1.0
         xb = np.tile(np.asarray(judged.vector, dtype=np.float32), (len(notes), 1))
         sb = np.tile(np.asarray(judged.slots, dtype=np.float32), (len(notes), 1))
-        same_slot = [float(judged.own and n.slot.split(":", 1)[0] == judged.slot) for n in notes]
-        f = pair_features(xa, xb, sa, sb, [n.text for n in notes], [text] * len(notes),
-                          same_slot=np.asarray(same_slot, dtype=np.float32) if judged.own else None)
+        same_slot = np.asarray([float(n.slot.split(":", 1)[0] == judged.slot) for n in notes],
+                               dtype=np.float32) if judged.own else None
+        f = pair_features(xa, xb, sa, sb, [n.text for n in notes], [text] * len(notes), same_slot=same_slot)
         return [float(p) for p in self.j.pair.probabilities(f)[:, self._same]]
 
     def replaced(self, judged: Judged, text: str, current: Sequence[Note]) -> list[Note]:

@@ -71,13 +71,20 @@ class TenantSlots:
     specs: list[SlotSpec]
     vectors: list[np.ndarray]
 
+    @classmethod
+    def of(cls, specs: list[SlotSpec], embed: Embed) -> TenantSlots:
+        """The slots with their examples embedded."""
+        return cls(specs, [_unit(np.asarray(embed(s.examples), dtype=np.float32)) for s in specs])
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """Clause vectors (rows) x slots: the mean similarity of each clause to the slot's `NEAREST` examples."""
+        x = _unit(np.atleast_2d(np.asarray(x, dtype=np.float32)))
+        return np.stack([np.sort(x @ v.T, axis=1)[:, -NEAREST:].mean(axis=1) for v in self.vectors], axis=1)
+
     def match(self, x: np.ndarray) -> list[tuple[SlotSpec | None, float]]:
         """For each clause vector (rows), the slot it fills (None: none reaches its threshold) and its score."""
-        x = np.atleast_2d(np.asarray(x, dtype=np.float32))
-        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
-        scores = np.stack([np.sort(x @ v.T, axis=1)[:, -NEAREST:].mean(axis=1) for v in self.vectors], axis=1)
         out: list[tuple[SlotSpec | None, float]] = []
-        for row in scores:
+        for row in self.scores(x):
             k = int(row.argmax())
             spec = self.specs[k]
             out.append((spec if row[k] >= (spec.threshold or THRESHOLD) else None, float(row[k])))
@@ -113,9 +120,9 @@ def load(folder: Path, embed: Embed) -> dict[str, TenantSlots]:
         if len(set(names)) != len(names):
             raise ConfigurationError(f"slots file {path}: a slot is named twice")
         if specs:
-            vectors = []
-            for s in specs:
-                v = np.asarray(embed(s.examples), dtype=np.float32)
-                vectors.append(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9))
-            out[tenant] = TenantSlots(specs, vectors)
+            out[tenant] = TenantSlots.of(specs, embed)
     return out
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)

@@ -25,7 +25,7 @@ import numpy as np
 
 from hippograph.notes_model import corpus, judge
 from hippograph.notes_model.features import Row, clause_rows, matrix
-from hippograph.notes_model.judge import WEIGHTS, Judgement, clause_x, pair_features
+from hippograph.notes_model.judge import WEIGHTS, Judgement, pair_features
 from hippograph.notes_model.linear import fit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +82,7 @@ def _note_rows(rows: Sequence[Row]) -> list[int]:
 
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05) -> Judgement:
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS)
-    cx = np.concatenate([clause_x(x), judge.words([r.text for r in rows], vocab)], axis=1)
+    cx = judge.clause_features(x, [r.text for r in rows], vocab)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab))
     slotted = [i for i, r in enumerate(rows) if r.slot]
     slot = fit(cx[slotted], [rows[i].slot or "" for i in slotted], c=c, raw=len(vocab))
