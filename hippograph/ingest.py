@@ -446,7 +446,8 @@ class Ingestor:
 
     def _finish(self, episodes: list[Episode], ex: Extraction, ahead: Future | None, result: IngestResult) -> None:
         if self.notes.learned is not None and ex.clauses:  # which clauses are notes: the learned judgement says
-            ex = ex.model_copy(update={"notes": self.notes.learned.notes(episodes, ex, self._tenant(episodes[0].user_id))})
+            ex = ex.model_copy(update={"notes": self.notes.learned.notes(episodes, ex, self._tenant(episodes[0].user_id),
+                                                                         helper=self._ahead)})
         elif self.notes.learned is not None:  # an LLM's notes on the catalogue: written as the judgement's own
             ex = ex.model_copy(update={"notes": self.notes.learned.adopt(ex.notes)})
         ex = bounded(ex)
@@ -472,6 +473,8 @@ class Ingestor:
                 known = ahead.result()
             except HippographError as exc:  # embedded again below, where a failure fails the step
                 log.warning("embedding ahead failed: %s", exc)
+        if self.notes.learned is not None:  # notes in their clause's words: the judgement embedded them
+            known = {**known, **self.notes.learned.known([r.text for r in records if r.text not in known])}
         self.indexer.store.delete(stale)
         # the notes and relation facts are embedded once the parse is done, when its core is free: half
         # of them there

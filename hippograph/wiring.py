@@ -133,11 +133,11 @@ def build_learned(settings: Settings, embedder: Embedder) -> LearnedNotes | None
     own = embedder if same else OnnxMiniLMEmbedder(cache_dir=cfg.cache_dir or default_cache_dir(), threads=cfg.threads)
     weights, slots = settings.extraction.notes_weights, settings.extraction.slots_dir
     if weights is None:
-        return LearnedNotes.load(own.embed, slots_dir=slots)
+        return LearnedNotes.load(own.embed, slots_dir=slots, indexed=same)
     if not (weights / "act.npz").is_file():
         raise ConfigurationError(f"HIPPOGRAPH_EXTRACTION__NOTES_WEIGHTS={weights} holds no notes judgement weights "
                                  "(act.npz, slot.npz, pair.npz: python -m hippograph.notes_model.train --out DIR)")
-    return LearnedNotes.load(own.embed, weights, slots)
+    return LearnedNotes.load(own.embed, weights, slots, indexed=same)
 
 
 def _per_core(limit: int | None) -> int:

@@ -153,6 +153,10 @@ class Thresholds:
     # gives at least this probability ("I now manage the whole country", a job title, replaces "I manage the
     # Northwest region", a responsibility); above 1: never
     related: float = 1.01
+    # a note of a single-valued slot also replaces a current note of another single-valued slot whose own
+    # clause gave its slot at least this ("backend dev at a startup in Porto" is a job, an employer and a
+    # city: a move to Lisbon ends it); above 1: never
+    covers: float = 1.01
 
 
 @dataclass
@@ -165,6 +169,8 @@ class HeldNote:
     source: str  # the message id
     x: np.ndarray  # the clause's features
     slots: np.ndarray  # its slot probabilities
+    # its slot probabilities read from its words alone, as they are read of a stored note (`covers`)
+    covers: np.ndarray | None = None
     current: bool = True
     replaced_by: int | None = None
     history: list[str] = field(default_factory=list)
@@ -177,6 +183,7 @@ class Answer:
     slots: np.ndarray  # probabilities, in the slot model's class order
     x: np.ndarray
     text: str = ""  # the clause
+    covers: np.ndarray | None = None  # the slot probabilities of its words alone (`HeldNote.covers`)
 
     @property
     def note(self) -> float:
@@ -214,13 +221,15 @@ def decide(answer: Answer, text: str, source: str, notes: list[HeldNote], slot_n
         slot = slot_names[k]
         held = HeldNote(text=text, slot=slot, kind=kinds.get(slot, "fact"),
                         confidence=float(answer.note * answer.slots[k]), source=source, x=answer.x,
-                        slots=answer.slots)
-        if slot in multi or slot in KEYED_SLOTS:  # which value, which subject: the pair model says
+                        slots=answer.slots, covers=answer.covers)
+        by_pair = multi | KEYED_SLOTS
+        if slot in by_pair:  # which value, which subject: the pair model says
             best, score = _most_same(answer, [n for n in notes if n.slot == slot], same_thing)
             gone = [best] if best is not None and score >= limits.same else []
         else:  # one value: the slot's current note, whatever its words (and those of related slots)
-            near = related(slot_names, answer.slots, slot, multi | KEYED_SLOTS, limits)
-            gone = [n for n in notes if n.current and n.slot in near and (n.slot == slot or n.source != source)]
+            near = related(slot_names, answer.slots, slot, by_pair, limits)
+            gone = [n for n in notes if n.current and (n.slot == slot or n.source != source) and (
+                n.slot in near or (n.slot not in by_pair and _covered(n)[k] >= limits.covers))]
         notes.append(held)
         for n in gone:
             n.current = False
@@ -232,6 +241,10 @@ def decide(answer: Answer, text: str, source: str, notes: list[HeldNote], slot_n
             best.current = False
             return "retired"
     return None
+
+
+def _covered(n: HeldNote) -> np.ndarray:
+    return n.covers if n.covers is not None else n.slots
 
 
 def _most_same(answer: Answer, notes: list[HeldNote], same_thing) -> tuple[HeldNote | None, float]:

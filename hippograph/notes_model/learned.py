@@ -22,6 +22,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from datetime import datetime
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from hippograph.notes_model.judge import (
 )
 from hippograph.notes_model.segment import FEATURES
 from hippograph.notes_model.tenant_slots import SlotSpec, TenantSlots
+from hippograph.vectors.indexer import spread
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +59,9 @@ class LearnedNotes:
     """The models with the embedder whose vectors they read."""
 
     def __init__(self, judgement: Judgement, embed: Embed, limits: Thresholds | None = None,
-                 tenant_slots: dict[str, TenantSlots] | None = None) -> None:
+                 tenant_slots: dict[str, TenantSlots] | None = None, indexed: bool = False) -> None:
         self.j, self.embed, self.limits = judgement, embed, limits or Thresholds()
+        self.indexed = indexed  # `embed` is the index's embedder: its vectors of a text serve both (`known`)
         self.tenant_slots = tenant_slots or {}  # a deployment's own slots, by tenant (`tenant_slots`)
         slots = catalogue()["slots"]
         self.kinds = {s["slot"]: s["kind"] for s in slots}
@@ -69,43 +72,59 @@ class LearnedNotes:
         self._retract = acts.index("retracts") if "retracts" in acts else None
         self._same = self.j.pair.classes.index("same")
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._slots_alone: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, embed: Embed, folder: Path = WEIGHTS, slots_dir: Path | None = None) -> LearnedNotes | None:
+    def load(cls, embed: Embed, folder: Path = WEIGHTS, slots_dir: Path | None = None,
+             indexed: bool = False) -> LearnedNotes | None:
         """The judgement of `folder` (the package's weights), with the tenants' own slots of `slots_dir`; None
-        when there are no weights."""
+        when there are no weights. `indexed`: `embed` is the index's embedder."""
         if not (folder / "act.npz").is_file():
             log.warning("no notes judgement weights in %s: notes are the rules' alone", folder)
             return None
         own = tenant_slots.load(slots_dir, embed) if slots_dir is not None else None
-        return cls(Judgement.load(folder), embed, limits_of(folder), own)
+        return cls(Judgement.load(folder), embed, limits_of(folder), own, indexed)
 
     # --- reading -----------------------------------------------------------------------------------
-    def _vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Each distinct text's vector; the last `CACHED` texts' are kept (a user's notes are read again at
-        every statement the pair model judges)."""
-        distinct = list(dict.fromkeys(t for t in texts if t))
+    def _vectors(self, texts: Sequence[str], helper: Executor | None = None) -> dict[str, np.ndarray]:
+        """Each distinct text's vector (half of the new ones on the `helper`, `indexer.spread`); the last
+        `CACHED` texts' are kept (a user's notes are read again at every statement the pair model judges)."""
+        return self._kept(self._cache, [t for t in texts if t], lambda new: {
+            t: np.asarray(v, dtype=np.float32) for t, v in spread(self.embed, new, helper).items()})
+
+    def _kept(self, cache: OrderedDict[str, np.ndarray], texts: Sequence[str],
+              make: Callable[[list[str]], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """What `make` gives each distinct text, from `cache` where it has it; the last `CACHED` are kept."""
         with self._lock:
-            known = {t: self._cache[t] for t in distinct if t in self._cache}
-        new = [t for t in distinct if t not in known]
+            known = {t: cache[t] for t in texts if t in cache}
+        new = list(dict.fromkeys(t for t in texts if t not in known))
         if new:
-            made = dict(zip(new, np.asarray(self.embed(new), dtype=np.float32), strict=True))
+            made = make(new)
             with self._lock:
-                self._cache.update(made)
-                while len(self._cache) > CACHED:
-                    self._cache.popitem(last=False)
+                cache.update(made)
+                while len(cache) > CACHED:
+                    cache.popitem(last=False)
             known.update(made)
         return known
 
-    def notes(self, episodes: Sequence[Episode], ex: Extraction, tenant: str | None = None) -> list[ExtractedNote]:
+    def known(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors already made of these texts, when they are the index's too (a note in the words of its
+        clause is not embedded twice); else none."""
+        if not self.indexed:
+            return {}
+        with self._lock:
+            return {t: self._cache[t].tolist() for t in texts if t in self._cache}
+
+    def notes(self, episodes: Sequence[Episode], ex: Extraction, tenant: str | None = None,
+              helper: Executor | None = None) -> list[ExtractedNote]:
         """The extraction's notes with the judgement's for every user message it has clauses of (in the
         messages' order); the other messages keep the notes the extractor found. A note may fill a slot of
-        the `tenant`'s own."""
+        the `tenant`'s own. The clauses are embedded half on the `helper`, if any."""
         judged = [e for e in episodes if ex.clauses.get(e.id)]
         if not judged:
             return ex.notes
-        x = self.features([c for e in judged for c in ex.clauses[e.id]])
+        x = self.features([c for e in judged for c in ex.clauses[e.id]], helper)
         acts, slots = self.j.act.probabilities(x), self.j.slot.probabilities(x)
         own = self.tenant_slots.get(tenant) if tenant is not None else None
         fills = own.match(x[:, :DIM]) if own is not None else [(None, 0.0)] * len(x)
@@ -123,10 +142,10 @@ class LearnedNotes:
         known = {e.id for e in episodes}
         return out + [n for n in ex.notes if n.episode_id not in known]
 
-    def features(self, clauses: Sequence[Clause]) -> np.ndarray:
+    def features(self, clauses: Sequence[Clause], helper: Executor | None = None) -> np.ndarray:
         """What the act and slot models read of each clause: its vector, its parse (zeros when there is none:
         a note an LLM wrote) and its words. The vector is the row's first `DIM` numbers."""
-        vectors = self._vectors([c.text for c in clauses])
+        vectors = self._vectors([c.text for c in clauses], helper)
         x = np.stack([np.concatenate([vectors[c.text], np.asarray(c.parse or [0.0] * len(FEATURES), dtype=np.float32)])
                       for c in clauses])
         return np.concatenate([x, words([c.text for c in clauses], self.j.vocabulary)], axis=1)
@@ -214,16 +233,34 @@ class LearnedNotes:
         f = pair_features(xa, xb, sa, sb, [n.text for n in notes], [text] * len(notes), same_slot=same_slot)
         return [float(p) for p in self.j.pair.probabilities(f)[:, self._same]]
 
+    def _covering(self, slot: str, notes: Sequence[Note]) -> set[str]:
+        """The ids of the notes of single-valued catalogue slots whose words give `slot` at least `covers`
+        ("Backend dev at a startup in Porto" is a job, an employer and a city)."""
+        if self.limits.covers > 1.0 or slot not in self.slot_names:
+            return set()
+        todo = [n for n in notes if n.slot in self.slot_names and n.slot not in self.by_pair]
+        if not todo:
+            return set()
+        k = self.j.slot.classes.index(slot)
+        alone = self._alone([n.text for n in todo])
+        return {n.id for n in todo if alone[n.text][k] >= self.limits.covers}
+
+    def _alone(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The slot probabilities of each text read alone (no parse), as a stored note is read."""
+        return self._kept(self._slots_alone, texts, lambda new: dict(zip(
+            new, self.j.slot.probabilities(self.features([Clause(text=t, parse=[]) for t in new])), strict=True)))
+
     def replaced(self, judged: Judged, text: str, current: Sequence[Note]) -> list[Note]:
         """The current notes a judged statement replaces (or retires). For a single-valued slot, the one of its
-        slot and those of the single-valued slots its clause gives at least `related`; else the note of the
-        value or subject an LLM named (`Judged.key`), or the one the pair model is surest is about the same
-        thing, if sure enough."""
+        slot, those of the single-valued slots its clause gives at least `related`, and those of single-valued
+        slots whose words give its slot at least `covers`; else the note of the value or subject an LLM named
+        (`Judged.key`), or the one the pair model is surest is about the same thing, if sure enough."""
         if judged.act != "retracts" and not judged.by_pair:
             if judged.own:  # a deployment's single-valued slot: its current note, nothing else
                 return [n for n in current if n.slot == judged.slot]
             near = related(self.slot_names, judged.slots, judged.slot, self.by_pair, self.limits)
-            return sorted((n for n in current if n.slot in near), key=lambda n: n.slot != judged.slot)
+            covering = self._covering(judged.slot, [n for n in current if n.slot not in near])
+            return sorted((n for n in current if n.slot in near or n.id in covering), key=lambda n: n.slot != judged.slot)
         named = [n for n in current if judged.key and n.slot == f"{judged.slot}:{judged.key}"]
         if named or (judged.key and judged.act != "retracts"):
             return named[:1]  # the value or subject an LLM named: its note, whatever the words, or none

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from typing import TypeVar
 
 from hippograph.models import VectorHit, VectorRecord
 from hippograph.vectors.base import Embedder, SparseVec, VectorFilter, VectorStore, embed_query
@@ -12,6 +13,22 @@ from hippograph.vectors.lexical import SparseEncoder
 
 #: texts in each half before a helper embeds one of them: below it the hand-over costs more than it gains
 SPREAD_FROM = 4
+V = TypeVar("V")
+
+
+def spread(embed: Callable[[Sequence[str]], Sequence[V]], texts: Sequence[str],
+           helper: Executor | None = None) -> dict[str, V]:
+    """Each distinct text's vector. With a `helper`, the second half is embedded there meanwhile (the model
+    runs without the interpreter lock, so on another core), unless it has not started by the time the first
+    half is done."""
+    unique = list(dict.fromkeys(texts))
+    half = (len(unique) + 1) // 2
+    if helper is None or half < SPREAD_FROM:
+        return dict(zip(unique, embed(unique), strict=True))
+    other = helper.submit(embed, unique[half:])
+    first = embed(unique[:half])
+    second = embed(unique[half:]) if other.cancel() else other.result()
+    return dict(zip(unique, [*first, *second], strict=True))
 
 
 class Indexer:
@@ -23,17 +40,9 @@ class Indexer:
         self.lemmas = lemmas  # None: the lexical side searches words (stems) only
 
     def embed(self, texts: Sequence[str], helper: Executor | None = None) -> dict[str, list[float]]:
-        """Each distinct text's vector (for `index(known=...)`, made ahead of the records). With a
-        `helper`, the second half is embedded there meanwhile (the model runs without the interpreter
-        lock, so on another core), unless it has not started by the time the first half is done."""
-        unique = list(dict.fromkeys(texts))
-        half = (len(unique) + 1) // 2
-        if helper is None or half < SPREAD_FROM:
-            return dict(zip(unique, self.embedder.embed(unique), strict=True))
-        other = helper.submit(self.embedder.embed, unique[half:])
-        first = self.embedder.embed(unique[:half])
-        second = self.embedder.embed(unique[half:]) if other.cancel() else other.result()
-        return dict(zip(unique, first + second, strict=True))
+        """Each distinct text's vector (for `index(known=...)`, made ahead of the records), `spread` over
+        the `helper`."""
+        return spread(self.embedder.embed, texts, helper)
 
     def index(self, records: Sequence[VectorRecord], known: dict[str, list[float]] | None = None,
               helper: Executor | None = None) -> None:

@@ -94,6 +94,41 @@ def test_a_single_valued_slot_is_replaced_and_a_multi_valued_one_grows() -> None
     assert [n.current for n in notes] == [False, True, False, True]
 
 
+def test_a_note_ends_one_whose_words_also_gave_its_slot() -> None:
+    slots = ["job_title", "employer", "city"]
+    kinds = dict.fromkeys(slots, "fact")
+
+    def answer(probs: list[float], covers: list[float] | None = None) -> judge.Answer:
+        return judge.Answer({"states": 0.9}, np.asarray(probs), np.zeros(4),
+                            covers=None if covers is None else np.asarray(covers))
+
+    never_same = lambda a, n: 0.0
+    notes: list[judge.HeldNote] = []
+    # "backend dev at a logistics startup in Porto": a job, and by its words an employer too
+    judge.decide(answer([0.6, 0.25, 0.15], covers=[0.55, 0.3, 0.15]), "backend dev at a startup in Porto", "m1",
+                 notes, slots, kinds, never_same, judge.Thresholds(covers=0.2))
+    judge.decide(answer([0.9, 0.05, 0.05], covers=[0.9, 0.05, 0.05]), "I'm a staff engineer", "m2", notes, slots,
+                 kinds, never_same, judge.Thresholds(covers=0.2))
+    assert [n.current for n in notes] == [False, True]  # the new job ends the first note, as before
+    notes = notes[:1]
+    notes[0].current = True
+    # without `covers` (above 1), a new employer leaves the note that named the old one current
+    assert judge.decide(answer([0.0, 0.95, 0.05]), "started at Farfetch", "m3", notes, slots, kinds, never_same,
+                        judge.Thresholds()) == "added"
+    assert notes[0].current
+    notes = notes[:1]
+    # with it, a sure new employer ends the note whose words gave the employer 0.3
+    assert judge.decide(answer([0.0, 0.95, 0.05]), "started at Farfetch", "m3", notes, slots, kinds, never_same,
+                        judge.Thresholds(covers=0.2)) == "replaced"
+    assert not notes[0].current and notes[0].replaced_by == 1
+    # a slot its words gave less than `covers` is not ended: a new city leaves the staff engineer note
+    notes = [judge.HeldNote("I'm a staff engineer", "job_title", "fact", 0.8, "m2", np.zeros(4),
+                            np.asarray([0.9, 0.05, 0.05]), covers=np.asarray([0.9, 0.05, 0.05]))]
+    assert judge.decide(answer([0.0, 0.0, 1.0]), "I'm in Lisbon now", "m5", notes, slots, kinds, never_same,
+                        judge.Thresholds(covers=0.2)) == "added"
+    assert notes[0].current
+
+
 def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> None:
     """`python -m hippograph.notes_model.train` on a small corpus of two writers: the weights it writes load
     and answer, and --writers-out prints and writes the per-writer report."""
@@ -119,3 +154,15 @@ def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> No
     empty = subprocess.run([*run[:-1], str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60,
                            check=False)
     assert empty.returncode == 2 and "no corpus files" in empty.stderr
+
+
+def test_a_threshold_is_taken_only_where_most_writers_gain() -> None:
+    now = np.array([0.50, 0.50, 0.50, 0.50, 0.50])
+    few = np.array([0.90, 0.90, 0.50, 0.49, 0.49])  # a higher mean, from two writers
+    most = np.array([0.52, 0.51, 0.51, 0.49, 0.50])  # a little higher on three of five
+    assert few.mean() > most.mean() > now.mean()
+    assert train.taken(now, {0.1: few, 0.2: most}) == 0.2
+    assert train.taken(now, {0.1: few}) is None
+    assert train.taken(now, {0.1: now.copy()}) is None  # no gain: the current value stays
+    better = most + 0.01
+    assert train.taken(now, {0.2: most, 0.3: better}) == 0.3  # of those most writers gain on, the best mean
