@@ -34,6 +34,7 @@ from hippograph.models import (
     Entity,
     Episode,
     EpisodeKind,
+    MemoryKind,
     MessageIn,
     Relation,
     Role,
@@ -441,8 +442,20 @@ class Ingestor:
         """The extraction (None: it failed, the episodes stay pending) and the messages' vectors, made
         meanwhile on another core (the model runs without the interpreter lock). Reads no store."""
         said = [episode_text(e) for e in episodes if e.role != Role.tool]
-        ahead = self._ahead.submit(self.indexer.embed, said) if said else None
+        judged = [e.content for e in episodes if e.role == Role.user and e.kind == EpisodeKind.message] if (
+            self.notes.learned is not None and self.extractor.name == "spacy") else []  # its clauses are judged
+        ahead = self._ahead.submit(self._embed_ahead, said, judged) if said else None
         return self._extract(episodes, result), ahead
+
+    def _embed_ahead(self, said: list[str], judged: list[str]) -> dict[str, list[float]]:
+        """The messages' vectors; before them, those the learned judgement will read of the `judged` messages'
+        clauses (`LearnedNotes.foresee`: it reads them first), which it makes again if this fails."""
+        if judged and self.notes.learned is not None:
+            try:
+                self.notes.learned.foresee(judged)
+            except HippographError as exc:
+                log.warning("embedding the clauses ahead failed: %s", exc)
+        return self.indexer.embed(said)
 
     def _finish(self, episodes: list[Episode], ex: Extraction, ahead: Future | None, result: IngestResult) -> None:
         if self.notes.learned is not None and ex.clauses:  # which clauses are notes: the learned judgement says
@@ -473,8 +486,10 @@ class Ingestor:
                 known = ahead.result()
             except HippographError as exc:  # embedded again below, where a failure fails the step
                 log.warning("embedding ahead failed: %s", exc)
-        if self.notes.learned is not None:  # notes in their clause's words: the judgement embedded them
-            known = {**known, **self.notes.learned.known([r.text for r in records if r.text not in known])}
+        if self.notes.learned is not None:  # the judgement's vectors: of the clauses, and kept of the notes
+            rest = [r for r in records if r.text not in known]
+            known = {**known, **self.notes.learned.known(
+                [r.text for r in rest], [r.text for r in rest if r.kind == MemoryKind.note], helper=self._ahead)}
         self.indexer.store.delete(stale)
         # the notes and relation facts are embedded once the parse is done, when its core is free: half
         # of them there

@@ -30,7 +30,7 @@ import numpy as np
 
 from hippograph.dates import resolve_in_text
 from hippograph.extraction.base import Clause, ExtractedNote, Extraction, Judged
-from hippograph.extraction.rules import slug
+from hippograph.extraction.rules import normalise, slug, split_speaker
 from hippograph.models import Episode, Note, NoteKind
 from hippograph.notes_model import tenant_slots
 from hippograph.notes_model.corpus import NOTE_ACTS, catalogue, paired_slots
@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 CACHED = 20_000
+#: the longest message whose sentences `foresee` embeds ahead (a long one is cut otherwise, and is rare)
+FORESEEN_CHARS = 600
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 #: the name of the embedder the models were trained with (its vectors are the ones they read)
 EMBEDDER = "all-MiniLM-L6-v2"
 class LearnedNotes:
@@ -108,13 +111,22 @@ class LearnedNotes:
             known.update(made)
         return known
 
-    def known(self, texts: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors already made of these texts, when they are the index's too (a note in the words of its
-        clause is not embedded twice); else none."""
+    def known(self, texts: Sequence[str], notes: Sequence[str] = (), helper: Executor | None = None
+              ) -> dict[str, list[float]]:
+        """When its vectors are the index's too: those already made of `texts` (a note in the words of its
+        clause is not embedded twice), and those of the `notes`' texts, made here if need be and kept (the
+        judgement reads a user's notes again when the next statement comes); else none."""
         if not self.indexed:
             return {}
         with self._lock:
-            return {t: self._cache[t].tolist() for t in texts if t in self._cache}
+            out = {t: self._cache[t].tolist() for t in texts if t in self._cache}
+        return out | {t: v.tolist() for t, v in self._vectors([t for t in notes if t not in out], helper).items()}
+
+    def foresee(self, messages: Sequence[str]) -> None:
+        """Embed ahead, and keep, what the clauses of these user messages will most likely be: their sentences
+        as the extractor reads them (most messages are one clause a sentence). Made while the messages are
+        parsed, on another core, so that `notes` finds most of its clauses' vectors made."""
+        self._vectors([s for m in messages if len(m) <= FORESEEN_CHARS for s in _sentences(m)])
 
     def notes(self, episodes: Sequence[Episode], ex: Extraction, tenant: str | None = None,
               helper: Executor | None = None) -> list[ExtractedNote]:
@@ -273,6 +285,11 @@ class LearnedNotes:
 
 
 _JOINED = re.compile(r"^(?:and|but|plus|so)\s+(?=\S)", re.IGNORECASE)
+
+
+def _sentences(message: str) -> list[str]:
+    """A message's sentences as the extractor reads them (`rules.normalise`, the speaker's prefix left off)."""
+    return [p.strip() for p in _SENTENCE_END.split(normalise(split_speaker(message)[1]).strip()) if p.strip()]
 
 
 def _as_note(text: str) -> str:

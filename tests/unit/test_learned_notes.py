@@ -119,3 +119,21 @@ def test_two_slots_of_one_message_are_two_notes_in_the_users_words(service: Hipp
     message; and the word that joined the clauses is not part of the note."""
     notes = _say(service, "twoslots", [("u1", "user", "I live in Lisbon and I work at Globex.")])
     assert {n.text: n.current for n in notes} == {"I live in Lisbon": True, "I work at Globex": True}, notes
+
+
+def test_the_clauses_of_plain_sentences_are_embedded_while_the_message_is_parsed(service: Hippograph) -> None:
+    from datetime import UTC, datetime
+
+    from hippograph.models import Episode, Role
+
+    learned = service.ingestor.notes.learned
+    assert learned is not None
+    said = ["I moved to Porto in May. My manager is Rui Costa!", "im vegetarian", "Dana: we use Linear now."]
+    episodes = [Episode(id=f"e{i}", user_id="ahead", role=Role.user, content=c, timestamp=datetime.now(UTC))
+                for i, c in enumerate(said)]
+    clauses = [c.text for e in episodes for c in service.ingestor.extractor.extract([e]).clauses[e.id]]
+    assert len(clauses) == 4
+    learned._cache.clear()
+    learned.foresee(said)
+    assert set(clauses) <= set(learned._cache)  # the judgement finds each clause's vector made
+    assert len(learned._cache) == len(clauses)  # and nothing else was embedded
