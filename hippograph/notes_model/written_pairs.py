@@ -1,0 +1,74 @@
+"""Pairs of statements written apart to teach the pair model (`bench/notes/pairs/`): an earlier note and a later
+clause of one slot, and whether the later is about the same thing (updates, changes or takes back the note) or
+about another (a second pet, another decision's subject). The corpus's sequences hold few such hard cases; these
+add them, written by their own writers. The format is in `bench/notes/README.md`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hippograph.extraction.rules import normalise
+from hippograph.notes_model.features import DIM
+from hippograph.notes_model.segment import FEATURES, parse_features
+
+ACTS = ("states", "changes", "retracts")
+
+
+@dataclass
+class WrittenPairs:
+    writer: list[str]  # the file each pair came from
+    slot: list[str]
+    earlier: list[str]
+    later: list[str]
+    same: np.ndarray  # bool
+    xa: np.ndarray  # rows as `features.matrix` makes them: the clause's vector (as its message's), then its parse
+    xb: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.slot)
+
+    def only(self, keep: np.ndarray) -> WrittenPairs:
+        idx = np.flatnonzero(keep)
+        return WrittenPairs([self.writer[i] for i in idx], [self.slot[i] for i in idx],
+                            [self.earlier[i] for i in idx], [self.later[i] for i in idx], self.same[idx],
+                            self.xa[idx], self.xb[idx])
+
+
+def load(folder: Path, slots: Sequence[str]) -> list[dict]:
+    """The pairs of every `*.jsonl` file of `folder`, each with its file's name as `writer`; a line that is not a
+    pair of a known slot is an error."""
+    out = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            p = json.loads(line)
+            if p.get("slot") not in slots or p.get("later_act") not in ACTS or not isinstance(p.get("same"), bool) \
+                    or not str(p.get("earlier", "")).strip() or not str(p.get("later", "")).strip():
+                raise ValueError(f"{path}:{n}: not a pair of a catalogue slot: {line[:120]}")
+            out.append({**p, "writer": path.stem})
+    return out
+
+
+def featured(pairs: Sequence[dict], nlp, embed: Callable[[Sequence[str]], Sequence[Sequence[float]]]) -> WrittenPairs:  # type: ignore[no-untyped-def]
+    """The pairs with each statement's row of numbers, made as the corpus's are (read as the extractor reads it)."""
+    texts = sorted({normalise(p[k]).strip() for p in pairs for k in ("earlier", "later")})
+    vectors = dict(zip(texts, np.asarray(embed(texts), dtype=np.float32), strict=True))
+    parses = {t: parse_features(doc[:]) for t, doc in zip(texts, nlp.pipe(texts), strict=True)}
+    zero = np.zeros(DIM, dtype=np.float32)
+
+    def rows(key: str) -> np.ndarray:
+        out = np.empty((len(pairs), 3 * DIM + len(FEATURES)), dtype=np.float32)
+        for i, p in enumerate(pairs):
+            t = normalise(p[key]).strip()
+            out[i] = np.concatenate([vectors[t], vectors[t], zero, np.asarray(parses[t], dtype=np.float32)])
+        return out
+
+    return WrittenPairs([p["writer"] for p in pairs], [p["slot"] for p in pairs],
+                        [normalise(p["earlier"]).strip() for p in pairs], [normalise(p["later"]).strip() for p in pairs],
+                        np.array([p["same"] for p in pairs], dtype=bool), rows("earlier"), rows("later"))
