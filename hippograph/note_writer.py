@@ -101,11 +101,11 @@ class NoteWriter:
             at = when.get(n.episode_id, utcnow())
             also: list[Note] = []  # more current notes the new one replaces (the judgement's related slots)
             if n.judged is not None and n.judged.vector and self.learned is not None:
-                now = self.graph.list_notes(user_id)
-                found = [c for c in self.learned.replaced(n.judged, n.text, now)
+                user_notes = self.graph.list_notes(user_id)
+                found = [c for c in self.learned.replaced(n.judged, n.text, user_notes)
                          if c.slot == n.slot or n.episode_id not in c.source_episode_ids]  # another slot, same message
                 if not found and n.judged.act != "retracts":  # said again in the same words, however unsure
-                    found = [c for c in now if note_words(c.text) == note_words(n.text)][:1]
+                    found = [c for c in user_notes if note_words(c.text) == note_words(n.text)][:1]
                 if n.judged.act == "retracts":
                     for note in found:
                         events += self._retire(user_id, note, at, stale, actor)

@@ -92,3 +92,33 @@ class Extractor(Protocol):
         """Load models (called once at start; extract() loads lazily otherwise)."""
 
     def extract(self, episodes: Sequence[Episode], user_name: str | None = None) -> Extraction: ...
+
+
+#: the most characters of an entity's name or a note's slot: index keys of the graph store (`bounded`)
+NAME_MAX_CHARS = 200
+
+def bounded(ex: Extraction) -> Extraction:
+    """What an extractor found, within what the graph store indexes: an "entity" named by more than
+    NAME_MAX_CHARS characters (a run of text taken for a name) is left out with its relations and
+    mentions, and a note's slot is cut to that length (both are index keys, of a few KB at most)."""
+    names = {e.name for e in ex.entities} | {n for r in ex.relations for n in (r.subject, r.object)}
+    long = {n for n in names if len(n) > NAME_MAX_CHARS}
+    if not long and all(len(n.slot) <= NAME_MAX_CHARS for n in ex.notes):
+        return ex
+    return ex.model_copy(update={
+        "entities": [e for e in ex.entities if e.name not in long],
+        "relations": [r for r in ex.relations if r.subject not in long and r.object not in long],
+        "mentions": {ep: [n for n in found if n not in long] for ep, found in ex.mentions.items()},
+        "notes": [n.model_copy(update={"slot": n.slot[:NAME_MAX_CHARS]}) for n in ex.notes]})
+
+
+def only_from(ex: Extraction, episode_ids: set[str]) -> Extraction:
+    """What the extraction found in these episodes only (the others were deleted meanwhile)."""
+    relations = [r for r in ex.relations if r.episode_id in episode_ids]
+    mentions = {ep: names for ep, names in ex.mentions.items() if ep in episode_ids}
+    named = {n for r in relations for n in (r.subject, r.object)} | {n for names in mentions.values() for n in names}
+    return ex.model_copy(update={
+        "relations": relations, "mentions": mentions, "entities": [e for e in ex.entities if e.name in named],
+        "notes": [n for n in ex.notes if n.episode_id in episode_ids],
+        "small_talk": [ep for ep in ex.small_talk if ep in episode_ids],
+        "lemmas": {ep: pairs for ep, pairs in ex.lemmas.items() if ep in episode_ids}})

@@ -32,12 +32,6 @@ class WrittenPairs:
     def __len__(self) -> int:
         return len(self.slot)
 
-    def only(self, keep: np.ndarray) -> WrittenPairs:
-        idx = np.flatnonzero(keep)
-        return WrittenPairs([self.writer[i] for i in idx], [self.slot[i] for i in idx],
-                            [self.earlier[i] for i in idx], [self.later[i] for i in idx], self.same[idx],
-                            self.xa[idx], self.xb[idx])
-
 
 def load(folder: Path, slots: Sequence[str]) -> list[dict]:
     """The pairs of every `*.jsonl` file of `folder`, each with its file's name as `writer`; a line that is not a
@@ -57,18 +51,16 @@ def load(folder: Path, slots: Sequence[str]) -> list[dict]:
 
 def featured(pairs: Sequence[dict], nlp, embed: Callable[[Sequence[str]], Sequence[Sequence[float]]]) -> WrittenPairs:  # type: ignore[no-untyped-def]
     """The pairs with each statement's row of numbers, made as the corpus's are (read as the extractor reads it)."""
-    texts = sorted({normalise(p[k]).strip() for p in pairs for k in ("earlier", "later")})
+    earlier = [normalise(p["earlier"]).strip() for p in pairs]
+    later = [normalise(p["later"]).strip() for p in pairs]
+    texts = sorted(set(earlier) | set(later))
     vectors = dict(zip(texts, np.asarray(embed(texts), dtype=np.float32), strict=True))
-    parses = {t: parse_features(doc[:]) for t, doc in zip(texts, nlp.pipe(texts), strict=True)}
+    parses = {t: np.asarray(parse_features(doc[:]), dtype=np.float32) for t, doc in zip(texts, nlp.pipe(texts), strict=True)}
     zero = np.zeros(DIM, dtype=np.float32)
 
-    def rows(key: str) -> np.ndarray:
-        out = np.empty((len(pairs), 3 * DIM + len(FEATURES)), dtype=np.float32)
-        for i, p in enumerate(pairs):
-            t = normalise(p[key]).strip()
-            out[i] = np.concatenate([vectors[t], vectors[t], zero, np.asarray(parses[t], dtype=np.float32)])
-        return out
+    def rows(said: list[str]) -> np.ndarray:
+        return np.array([np.concatenate([vectors[t], vectors[t], zero, parses[t]]) for t in said],
+                        dtype=np.float32).reshape(len(said), 3 * DIM + len(FEATURES))
 
-    return WrittenPairs([p["writer"] for p in pairs], [p["slot"] for p in pairs],
-                        [normalise(p["earlier"]).strip() for p in pairs], [normalise(p["later"]).strip() for p in pairs],
-                        np.array([p["same"] for p in pairs], dtype=bool), rows("earlier"), rows("later"))
+    return WrittenPairs([p["writer"] for p in pairs], [p["slot"] for p in pairs], earlier, later,
+                        np.array([p["same"] for p in pairs], dtype=bool), rows(earlier), rows(later))

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from hippograph.extraction.base import ExtractedEntity, ExtractedNote, ExtractedRelation, Extraction
-from hippograph.ingest import NAME_MAX_CHARS, bounded
+from hippograph.extraction.base import (
+    NAME_MAX_CHARS,
+    ExtractedEntity,
+    ExtractedNote,
+    ExtractedRelation,
+    Extraction,
+    bounded,
+)
 from hippograph.models import NoteKind
 
 LONG = "x" * (NAME_MAX_CHARS + 1)
