@@ -30,7 +30,7 @@ import numpy as np
 
 from hippograph.dates import resolve_in_text
 from hippograph.extraction.base import Clause, ExtractedNote, Extraction, Judged
-from hippograph.extraction.rules import normalise, slug, split_speaker
+from hippograph.extraction.rules import is_small_talk, normalise, slug, split_speaker
 from hippograph.models import Episode, Note, NoteKind
 from hippograph.notes_model import tenant_slots
 from hippograph.notes_model.corpus import NOTE_ACTS, catalogue, paired_slots
@@ -124,9 +124,10 @@ class LearnedNotes:
 
     def foresee(self, messages: Sequence[str]) -> None:
         """Embed ahead, and keep, what the clauses of these user messages will most likely be: their sentences
-        as the extractor reads them (most messages are one clause a sentence). Made while the messages are
+        as the extractor reads them (most messages are one clause a sentence; it skips small talk). Made while the messages are
         parsed, on another core, so that `notes` finds most of its clauses' vectors made."""
-        self._vectors([s for m in messages if len(m) <= FORESEEN_CHARS for s in _sentences(m)])
+        self._vectors([s for m in messages if len(m) <= FORESEEN_CHARS and not is_small_talk(split_speaker(m)[1])
+                       for s in _sentences(m)])
 
     def notes(self, episodes: Sequence[Episode], ex: Extraction, tenant: str | None = None,
               helper: Executor | None = None) -> list[ExtractedNote]:
@@ -177,6 +178,7 @@ class LearnedNotes:
         k = int(slots.argmax())
         if act == "note":
             text = _as_note(resolve_in_text(clause.text, at))
+            self._read_as(text, clause.text)
             if own is not None:
                 return [ExtractedNote(
                     kind=NoteKind(own.kind), text=text, slot=f"{own.slot}:{slug(text)[:80]}" if own.multi else own.slot,
@@ -196,6 +198,15 @@ class LearnedNotes:
                                   judged=Judged(act="retracts", slot=self.slot_names[k], by_pair=True,
                                                 vector=x[:DIM].tolist(), slots=slots.tolist()))]
         return []
+
+    def _read_as(self, note: str, clause: str) -> None:
+        """A note is read with its clause's vector, as training reads a note (its words trimmed, capitalised
+        and its dates made absolute change little of it): it is not embedded again, for the index or the next
+        judgement of this user's statements."""
+        if note != clause:
+            with self._lock:
+                if clause in self._cache:
+                    self._cache[note] = self._cache[clause]
 
     def adopt(self, notes: Sequence[ExtractedNote]) -> list[ExtractedNote]:
         """The notes an LLM judged (`Judged` without vectors: `llm_extractor.catalogued`) made ready for the

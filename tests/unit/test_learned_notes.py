@@ -137,3 +137,18 @@ def test_the_clauses_of_plain_sentences_are_embedded_while_the_message_is_parsed
     learned.foresee(said)
     assert set(clauses) <= set(learned._cache)  # the judgement finds each clause's vector made
     assert len(learned._cache) == len(clauses)  # and nothing else was embedded
+
+
+def test_a_note_is_read_and_indexed_with_its_clauses_vector(service: Hippograph) -> None:
+    """A note is its clause's words, trimmed, with its dates made absolute: the judgement reads it again (and
+    the index keeps it) with the clause's vector, as training reads a note, without embedding it again."""
+    learned = service.ingestor.notes.learned
+    assert learned is not None
+    learned._cache.clear()
+    notes = _say(service, "asclause", [("u1", "user", "I moved to Porto last week.")])
+    note = _current(notes, "Porto")
+    assert len(note) == 1 and note[0].text != "I moved to Porto last week.", notes  # its date made absolute
+    assert "I moved to Porto last week." in learned._cache
+    assert learned._cache[note[0].text] is learned._cache["I moved to Porto last week."]
+    found = service.search("asclause", "Porto", limit=5)
+    assert any(r.id == note[0].id for r in found), found  # indexed under that vector
