@@ -257,6 +257,16 @@ def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndar
     return report
 
 
+def scored(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
+           limits: judge.Thresholds) -> dict[str, dict]:
+    """Each writer's sequences scored with one judgement (`simulate`), by writer."""
+    out = {}
+    for w in sorted({r.writer for r in rows}):
+        held = [i for i, r in enumerate(rows) if r.writer == w]
+        out[w] = simulate(j, [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held], limits)
+    return out
+
+
 #: the thresholds tried, one at a time from the defaults (`choose_limits`)
 LIMITS_TRIED = {"note": (0.35, 0.5, 0.65, 0.8), "retract": (0.2, 0.3, 0.4, 0.5), "same": (0.3, 0.5, 0.7),
                 "stated": (0.0, 0.2, 0.3, 0.4, 0.5), "related": (1.01, 0.3, 0.2, 0.1, 0.05),
@@ -365,18 +375,31 @@ def main(argv: list[str]) -> int:
                     help="score each writer by a judgement trained on the other writers (clause by clause, and the "
                          "notes kept over each sequence, at the thresholds of --out) beside the in-writer score; "
                          "write no weights")
-    ap.add_argument("--report", type=Path, help="with --writers-out: write the JSON report here")
+    ap.add_argument("--report", type=Path, help="with --writers-out or --score: write the JSON report here")
+    ap.add_argument("--score", action="store_true",
+                    help="score the judgement of --out (its weights and thresholds) on the corpus's writers, each "
+                         "over its sequences, without training: for writers it was not trained on; write no weights")
+    ap.add_argument("--writers", help="only these writers' folders of the corpus, comma-separated (w9,w10)")
     ap.add_argument("--with-pairs", action="store_true",
                     help="train the pair model on the pairs written for it too (CORPUS/pairs/*.jsonl): left one "
                          "writer out, they did not raise the corpus's measures on most writers, so the packaged "
                          "weights are made without them")
     args = ap.parse_args(argv)
     files = list(corpus.corpus_files(args.corpus))
+    if args.writers:
+        wanted = set(args.writers.split(","))
+        files = [f for f in files if f.parent.name in wanted]
     if not files:
         print(f"no corpus files under {args.corpus}", file=sys.stderr)
         return 2
     seqs, rows, x = build(files, args.cache)
     extra = written(args.corpus) if args.with_pairs else None
+    if args.score:
+        report = scored(Judgement.load(args.out), seqs, rows, x, judge.limits_of(args.out))
+        print(f"the judgement of {args.out} on each writer's sequences\n" + table(report))
+        if args.report:
+            args.report.write_text(json.dumps(report, indent=1) + "\n")
+        return 0
     if args.writers_out:
         report = writers_out(seqs, rows, x, judge.limits_of(args.out), extra)  # the thresholds chosen with the weights
         print("leave-one-writer-out: the notes kept over each sequence\n" + table(report["notes"]))

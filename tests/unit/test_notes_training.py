@@ -131,7 +131,8 @@ def test_a_note_ends_one_whose_words_also_gave_its_slot() -> None:
 
 def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> None:
     """`python -m hippograph.notes_model.train` on a small corpus of two writers: the weights it writes load
-    and answer, and --writers-out prints and writes the per-writer report."""
+    and answer, --writers-out prints and writes the per-writer report, and --score scores one writer with the
+    weights written."""
     import json
     import subprocess
     import sys
@@ -151,6 +152,17 @@ def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> No
     assert "| all precision | " in scored.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert set(report["notes"]) == {"w2", "w7"} and set(report["spread"]) >= {"all precision", "false-note rate"}
+    # the judgement made above, scored on one writer's sequences without training: as the simulation scores it
+    one = subprocess.run([*run, "--out", str(tmp_path / "weights"), "--score", "--writers", "w7", "--report",
+                          str(tmp_path / "scored.json")], capture_output=True, text=True, timeout=600, check=False)
+    assert one.returncode == 0, one.stderr
+    got = json.loads((tmp_path / "scored.json").read_text())
+    seqs = corpus.load_all([tmp_path / "corpus" / "w7" / "part-01.json"])
+    rows, x = train.features(seqs)
+    weights = tmp_path / "weights"
+    assert set(got) == {"w7"}
+    assert got["w7"] == json.loads(json.dumps(train.simulate(judge.Judgement.load(weights), seqs, rows, x,
+                                                             judge.limits_of(weights))))
     empty = subprocess.run([*run[:-1], str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60,
                            check=False)
     assert empty.returncode == 2 and "no corpus files" in empty.stderr
