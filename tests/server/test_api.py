@@ -80,10 +80,7 @@ PROMOTED = "I got promoted, I now manage the whole country."
 @pytest.mark.parametrize(("notes", "change"), [
     ("rules", PROMOTED),
     ("learned", "I now manage the whole country."),
-    # the clause is a job title to the slot model (0.96) and a responsibility only at 0.03: below the
-    # `related` threshold chosen on the corpus (0.2; at 0.05 it replaced the region, and scored no better)
-    pytest.param("learned", PROMOTED, marks=pytest.mark.xfail(
-        strict=True, reason="a new job title does not end a responsibility the slot model gives it 0.03")),
+    ("learned", PROMOTED),
 ])
 def test_supersession_keeps_history(notes: str, change: str, request: pytest.FixtureRequest) -> None:
     client: TestClient = request.getfixturevalue("rules_client" if notes == "rules" else "client")
