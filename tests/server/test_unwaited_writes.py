@@ -71,8 +71,10 @@ def test_a_retried_unwaited_write_is_stored_once_and_says_what_is_still_pending(
 
 
 def test_unwaited_statements_replace_each_other_in_the_order_they_were_said(client: TestClient) -> None:
+    # statements the notes judgement takes as the employer (what is tested is the order, not the wording:
+    # "Since March I work at Hooli." is 'other' to it as much as an employer, BENCHMARKS "Notes corpus")
     said = ["I work at Initech.", "I moved jobs, I work at Globex now.", "These days I work at Umbrella Corp.",
-            "Since March I work at Hooli."]
+            "I work at Hooli now."]
     ids = []
     for i, text in enumerate(said):
         body = {"user_id": "mover", "session_id": f"s{i}", "wait": False,
