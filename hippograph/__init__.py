@@ -2,6 +2,7 @@
 
 from hippograph.client import AsyncClient, Client
 from hippograph.config import Settings
+from hippograph.context_entry import ContextResult
 from hippograph.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -17,7 +18,7 @@ from hippograph.errors import (
     Unavailable,
 )
 from hippograph.models import DocumentIn, MessageIn, Role
-from hippograph.service import ContextResult, Hippograph, SearchHit
+from hippograph.service import Hippograph, SearchHit
 
 __version__ = "0.1.0"
 

@@ -29,6 +29,7 @@ from typing import Any, Self
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from hippograph.context_entry import ContextResult
 from hippograph.errors import BackendUnavailable, HippographError, InvalidInput, RateLimited
 from hippograph.ingest import IngestResult
 from hippograph.operations import (
@@ -45,7 +46,7 @@ from hippograph.operations import (
 )
 from hippograph.server.app import STATUS
 from hippograph.server.schemas import EntityOut, HandoffOut, NeighborsOut
-from hippograph.service import ContextResult, SearchHit
+from hippograph.service import SearchHit
 
 # the server's own table of which error answers which status, read backwards (503: BackendUnavailable), and
 # the statuses it answers without one of its errors (malformed JSON, a body too large, a wrong method)

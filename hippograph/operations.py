@@ -19,6 +19,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from hippograph.auth import Principal, Scope
+from hippograph.context_entry import ContextResult
 from hippograph.errors import NotFound
 from hippograph.ingest import IngestResult
 from hippograph.inputs import Id
@@ -36,7 +37,7 @@ from hippograph.server.schemas import (
     SearchRequest,
     Strict,
 )
-from hippograph.service import ContextResult, Hippograph, SearchHit
+from hippograph.service import Hippograph, SearchHit
 
 FACES = ("rest", "mcp", "sdk")
 

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from hippograph.context_entry import ContextResult
 from hippograph.ingest import IngestResult
 from hippograph.operations import MemoryStatusOut, MemoryStatusQuery, run
 from hippograph.server.deps import Reader, Service, Writer
 from hippograph.server.schemas import ContextRequest, MemoriesRequest, SearchRequest
-from hippograph.service import ContextResult, SearchHit
+from hippograph.service import SearchHit
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 
