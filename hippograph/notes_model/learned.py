@@ -124,10 +124,10 @@ class LearnedNotes:
 
     def foresee(self, messages: Sequence[str]) -> None:
         """Embed ahead, and keep, what the clauses of these user messages will most likely be: their sentences
-        as the extractor reads them (most messages are one clause a sentence; it skips small talk). Made while the messages are
-        parsed, on another core, so that `notes` finds most of its clauses' vectors made."""
-        self._vectors([s for m in messages if len(m) <= FORESEEN_CHARS and not is_small_talk(split_speaker(m)[1])
-                       for s in _sentences(m)])
+        as the extractor reads them (most messages are one clause a sentence; it skips small talk). Made while
+        the messages are parsed, on another core, so that `notes` finds most of its clauses' vectors made."""
+        said = [split_speaker(m)[1] for m in messages if len(m) <= FORESEEN_CHARS]
+        self._vectors([s for m in said if not is_small_talk(m) for s in _sentences(m)])
 
     def notes(self, episodes: Sequence[Episode], ex: Extraction, tenant: str | None = None,
               helper: Executor | None = None) -> list[ExtractedNote]:
@@ -298,9 +298,10 @@ class LearnedNotes:
 _JOINED = re.compile(r"^(?:and|but|plus|so)\s+(?=\S)", re.IGNORECASE)
 
 
-def _sentences(message: str) -> list[str]:
-    """A message's sentences as the extractor reads them (`rules.normalise`, the speaker's prefix left off)."""
-    return [p.strip() for p in _SENTENCE_END.split(normalise(split_speaker(message)[1]).strip()) if p.strip()]
+def _sentences(said: str) -> list[str]:
+    """The sentences of a message's words (its speaker's prefix left off) as the extractor reads them
+    (`rules.normalise`)."""
+    return [p.strip() for p in _SENTENCE_END.split(normalise(said).strip()) if p.strip()]
 
 
 def _as_note(text: str) -> str:

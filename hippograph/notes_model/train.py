@@ -245,14 +245,12 @@ def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndar
     everyone = train(rows, x, multi, extra=extra)
     report: dict[str, dict] = {"clauses": {}, "notes": {}, "notes_in_writer": {}}
     for w in sorted({r.writer for r in rows}):
-        out = [i for i, r in enumerate(rows) if r.writer != w]
-        held = [i for i, r in enumerate(rows) if r.writer == w]
-        held_rows, held_seqs = [rows[i] for i in held], [s for s in seqs if s.writer == w]
-        j = train([rows[i] for i in out], x[out], multi, extra=extra)
-        report["clauses"][w] = measure(j, held_rows, x[held], multi)
-        report["clauses"][w + " (in-writer)"] = measure(everyone, held_rows, x[held], multi)
-        report["notes"][w] = simulate(j, held_seqs, held_rows, x[held], limits)
-        report["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, x[held], limits)
+        j = _without(w, rows, x, multi, extra)
+        held_seqs, held_rows, held_x = _of(w, seqs, rows, x)
+        report["clauses"][w] = measure(j, held_rows, held_x, multi)
+        report["clauses"][w + " (in-writer)"] = measure(everyone, held_rows, held_x, multi)
+        report["notes"][w] = simulate(j, held_seqs, held_rows, held_x, limits)
+        report["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, held_x, limits)
     report["spread"], report["spread_in_writer"] = spread(report["notes"]), spread(report["notes_in_writer"])
     return report
 
@@ -260,11 +258,20 @@ def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndar
 def scored(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
            limits: judge.Thresholds) -> dict[str, dict]:
     """Each writer's sequences scored with one judgement (`simulate`), by writer."""
-    out = {}
-    for w in sorted({r.writer for r in rows}):
-        held = [i for i, r in enumerate(rows) if r.writer == w]
-        out[w] = simulate(j, [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held], limits)
-    return out
+    return {w: simulate(j, *_of(w, seqs, rows, x), limits) for w in sorted({r.writer for r in rows})}
+
+
+def _of(w: str, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray
+        ) -> tuple[list[corpus.Sequence], list[Row], np.ndarray]:
+    """A writer's sequences, rows and their features."""
+    held = [i for i, r in enumerate(rows) if r.writer == w]
+    return [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held]
+
+
+def _without(w: str, rows: Sequence[Row], x: np.ndarray, multi: set[str], extra: WrittenPairs | None) -> Judgement:
+    """The judgement trained on every writer but `w`."""
+    out = [i for i, r in enumerate(rows) if r.writer != w]
+    return train([rows[i] for i in out], x[out], multi, extra=extra)
 
 
 #: the thresholds tried, one at a time from the defaults (`choose_limits`)
@@ -291,10 +298,7 @@ def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.nd
     writers = sorted({r.writer for r in rows})
     parts = {}
     for w in writers:
-        out = [i for i, r in enumerate(rows) if r.writer != w]
-        held = [i for i, r in enumerate(rows) if r.writer == w]
-        parts[w] = (train([rows[i] for i in out], x[out], multi, extra=extra), [s for s in seqs if s.writer == w],
-                    [rows[i] for i in held], x[held])
+        parts[w] = (_without(w, rows, x, multi, extra), *_of(w, seqs, rows, x))
 
     scored: dict[judge.Thresholds, np.ndarray] = {}
 
