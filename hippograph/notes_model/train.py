@@ -13,6 +13,7 @@ for the same corpus; `--writers-out` prints the leave-one-writer-out measures be
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import re
@@ -84,16 +85,10 @@ def _note_rows(rows: Sequence[Row]) -> list[int]:
 
 def written(root: Path = DEFAULT_CORPUS) -> WrittenPairs | None:
     """The pairs written apart for the pair model (`root/pairs/*.jsonl`), with their features; None if none."""
-    import spacy
-
-    from hippograph.extraction.spacy_extractor import DEFAULT_MODEL
-    from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
-
     found = written_pairs.load(root / "pairs", [s["slot"] for s in corpus.catalogue()["slots"]])
     if not found:
         return None
-    return written_pairs.featured(found, spacy.load(DEFAULT_MODEL),
-                                  OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
+    return written_pairs.featured(found, *_readers())
 
 
 def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str]) -> np.ndarray:
@@ -163,19 +158,26 @@ def _corpus_key(files: Sequence[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def features(seqs: Sequence[corpus.Sequence], stored: Path | None = None) -> tuple[list[Row], np.ndarray]:
-    """The pieces of the sequences' user messages and their feature matrix (read from, or kept in, `stored`)."""
+@functools.cache
+def _readers() -> tuple[Any, Any]:
+    """spaCy's model and the MiniLM embedder, loaded once."""
     import spacy
 
     from hippograph.extraction.spacy_extractor import DEFAULT_MODEL
     from hippograph.vectors.embedders import OnnxMiniLMEmbedder, default_cache_dir
 
-    rows = clause_rows(seqs, spacy.load(DEFAULT_MODEL))
+    return spacy.load(DEFAULT_MODEL), OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed
+
+
+def features(seqs: Sequence[corpus.Sequence], stored: Path | None = None) -> tuple[list[Row], np.ndarray]:
+    """The pieces of the sequences' user messages and their feature matrix (read from, or kept in, `stored`)."""
+    nlp, embed = _readers()
+    rows = clause_rows(seqs, nlp)
     if stored is not None and stored.is_file():
         kept = np.load(stored)
-        if len(kept) == len(rows):  # else made by another cut of the same corpus: made again
+        if len(kept) == len(rows):  # else made by another cut of the same file: made again
             return rows, kept
-    x = matrix(rows, OnnxMiniLMEmbedder(cache_dir=default_cache_dir()).embed)
+    x = matrix(rows, embed)
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
         np.save(stored, x)
@@ -183,10 +185,19 @@ def features(seqs: Sequence[corpus.Sequence], stored: Path | None = None) -> tup
 
 
 def build(files: Sequence[Path], cache: Path | None = None) -> tuple[list[corpus.Sequence], list[Row], np.ndarray]:
-    """The sequences of corpus files, their rows and feature matrix (kept in `cache` under the corpus's hash)."""
-    seqs = corpus.load_all(files)
-    rows, x = features(seqs, cache / f"notes-{FEATURES_VERSION}-{_corpus_key(files)}.npy" if cache else None)
-    return seqs, rows, x
+    """The sequences of corpus files, their rows and feature matrix. Each file's matrix is kept in `cache` under
+    the file's hash, so that a corpus that grows embeds only its new files."""
+    cat = corpus.catalogue()
+    seqs: list[corpus.Sequence] = []
+    rows: list[Row] = []
+    parts = []
+    for f in files:
+        part = corpus.load(f, cat)
+        r, x = features(part, cache / f"notes-{FEATURES_VERSION}-{_corpus_key([f])}.npy" if cache else None)
+        seqs += part
+        rows += r
+        parts.append(x)
+    return seqs, rows, np.concatenate(parts) if parts else np.zeros((0, 3 * DIM + len(FEATURES)), dtype=np.float32)
 
 
 def multi_slots() -> set[str]:
@@ -376,7 +387,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
-    ap.add_argument("--cache", type=Path, default=None, help="keep the feature matrix here, by corpus hash")
+    ap.add_argument("--cache", type=Path, default=None, help="keep each corpus file's feature matrix here, by the file's hash")
     ap.add_argument("--writers-out", action="store_true",
                     help="score each writer by a judgement trained on the other writers (clause by clause, and the "
                          "notes kept over each sequence, at the thresholds of --out) beside the in-writer score; "

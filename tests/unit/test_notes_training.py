@@ -168,6 +168,30 @@ def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> No
     assert empty.returncode == 2 and "no corpus files" in empty.stderr
 
 
+def test_a_growing_corpus_embeds_only_its_new_files(tmp_path: Path) -> None:
+    """`build` keeps each file's feature matrix under that file's hash: a file added to the corpus is embedded,
+    the files before it are read back as kept, and the whole is what it is without any kept matrix."""
+    import json
+
+    files = []
+    for w in ("w2", "w7"):
+        first = json.loads(min((NOTES / w).glob("*.json")).read_text())
+        (tmp_path / "corpus" / w).mkdir(parents=True)
+        files.append(tmp_path / "corpus" / w / "part-01.json")
+        files[-1].write_text(json.dumps({**first, "sequences": first["sequences"][:1]}))
+    cache = tmp_path / "cache"
+    train.build(files[:1], cache)
+    [kept] = list(cache.glob("*.npy"))
+    made = kept.stat().st_mtime_ns
+    seqs, rows, x = train.build(files, cache)
+    assert kept.stat().st_mtime_ns == made
+    new = [np.load(p) for p in cache.glob("*.npy") if p != kept]
+    assert [len(m) for m in new] == [len(x) - len(np.load(kept))]  # only the new file's rows were embedded
+    fresh_seqs, fresh_rows, fresh = train.build(files)
+    assert [s.id for s in seqs] == [s.id for s in fresh_seqs] and [r.text for r in rows] == [r.text for r in fresh_rows]
+    assert np.allclose(x, fresh, atol=1e-6) and {r.writer for r in rows} == {"w2", "w7"}
+
+
 def test_a_threshold_is_taken_only_where_most_writers_gain() -> None:
     now = np.array([0.50, 0.50, 0.50, 0.50, 0.50])
     few = np.array([0.90, 0.90, 0.50, 0.49, 0.49])  # a higher mean, from two writers
