@@ -1,4 +1,5 @@
-"""The notes judgement learned from the labelled corpus (`bench/notes/`), and measured leave-one-writer-out.
+"""The notes judgement learned from the labelled corpus (`bench/notes/`), and measured out of writer (each writer
+by a judgement trained without it).
 
 Three small models over what the pipeline computes anyway (`features`):
 - the act of a clause (states, changes, retracts, asks, ...: `corpus.NOTE_ACTS` give a note);
@@ -7,7 +8,7 @@ Three small models over what the pipeline computes anyway (`features`):
   slot the same value, for a decision the same subject), from the two clauses' vectors and slots.
 
 `python -m hippograph.notes_model.train` writes the weights into the package (`weights/`), the same numbers
-for the same corpus; `--writers-out` prints the leave-one-writer-out measures beside the in-writer ones.
+for the same corpus; `--writers-out` prints the out-of-writer measures beside the in-writer ones.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ DEFAULT_CORPUS = ROOT / "bench" / "notes"
 FEATURES_VERSION = 2
 #: a word the act and slot models read is one at least this many writers used (`judge.vocabulary`)
 LEAST_WRITERS = 3
+#: the rectified units the act and slot models read their features through (`linear.fit`; 0: read directly)
+HIDDEN = 128
+#: how many groups of writers are held out in turn to score a judgement out of writer (`out_of_writer`): with 37
+#: writers, one at a time would train 37 judgements for each choice
+FOLDS = 8
 _STOP = frozenset(["a", "an", "the", "of", "for", "our", "my", "to", "in", "on", "and", "with", "at", "by"])
 
 
@@ -102,13 +108,15 @@ def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str]) 
 
 
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
-          extra: WrittenPairs | None = None) -> Judgement:
-    """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart."""
+          extra: WrittenPairs | None = None, hidden: int = HIDDEN) -> Judgement:
+    """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart. The
+    act and slot models read their features through `hidden` rectified units (0: directly, a plain regression);
+    the pair model, which reads a few dozen numbers, reads them directly."""
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS)
     cx = judge.clause_features(x, [r.text for r in rows], vocab)
-    act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab))
+    act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab), hidden=hidden)
     slotted = [i for i, r in enumerate(rows) if r.slot]
-    slot = fit(cx[slotted], [rows[i].slot or "" for i in slotted], c=c, raw=len(vocab))
+    slot = fit(cx[slotted], [rows[i].slot or "" for i in slotted], c=c, raw=len(vocab), hidden=hidden)
     probs = slot.probabilities(cx)
     found = pairs(rows, _note_rows(rows), multi)
     a, b = [p[0] for p in found], [p[1] for p in found]
@@ -248,24 +256,42 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
 
 
 def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-                limits: judge.Thresholds | None = None, extra: WrittenPairs | None = None) -> dict[str, dict]:
-    """Each writer scored by a judgement trained on the other writers, and by one trained on every writer
+                limits: judge.Thresholds | None = None, extra: WrittenPairs | None = None,
+                folds: int = FOLDS) -> dict[str, dict]:
+    """Each writer scored by a judgement trained without it (`out_of_writer`), and by one trained on every writer
     (in-writer) beside it: clause by clause (`clauses`, the in-writer ones as "<writer> (in-writer)"), and
-    the notes kept over its sequences (`notes`, `notes_in_writer`), with their spread across writers. One
-    judgement is trained per writer left out, and one on everybody (each with the `extra` pairs, written by
-    other hands)."""
+    the notes kept over its sequences (`notes`, `notes_in_writer`), with their spread across writers. Each
+    judgement is trained with the `extra` pairs, written by other hands."""
     multi = multi_slots()
     everyone = train(rows, x, multi, extra=extra)
     report: dict[str, dict] = {"clauses": {}, "notes": {}, "notes_in_writer": {}}
-    for w in sorted({r.writer for r in rows}):
-        j = _without(w, rows, x, multi, extra)
-        held_seqs, held_rows, held_x = _of(w, seqs, rows, x)
+    for w, (j, held_seqs, held_rows, held_x) in out_of_writer(seqs, rows, x, extra, folds).items():
         report["clauses"][w] = measure(j, held_rows, held_x, multi)
         report["clauses"][w + " (in-writer)"] = measure(everyone, held_rows, held_x, multi)
         report["notes"][w] = simulate(j, held_seqs, held_rows, held_x, limits)
         report["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, held_x, limits)
     report["spread"], report["spread_in_writer"] = spread(report["notes"]), spread(report["notes_in_writer"])
     return report
+
+
+def groups(writers: Sequence[str], folds: int = FOLDS) -> list[list[str]]:
+    """The writers in `folds` groups (their sorted names dealt round), or one group each when there are fewer."""
+    names = sorted(set(writers))
+    return [names[k::folds] for k in range(min(folds, len(names)))]
+
+
+def out_of_writer(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
+                  extra: WrittenPairs | None = None, folds: int = FOLDS
+                  ) -> dict[str, tuple[Judgement, list[corpus.Sequence], list[Row], np.ndarray]]:
+    """Each writer's sequences, rows and features with the judgement trained on the writers of the other groups
+    (`groups`): never on this writer's words. With as many groups as writers, it is left one writer out."""
+    multi = multi_slots()
+    out = {}
+    for group in groups([r.writer for r in rows], folds):
+        j = _without(set(group), rows, x, multi, extra)
+        for w in group:
+            out[w] = (j, *_of(w, seqs, rows, x))
+    return dict(sorted(out.items()))
 
 
 def scored(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
@@ -281,9 +307,10 @@ def _of(w: str, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndar
     return [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held]
 
 
-def _without(w: str, rows: Sequence[Row], x: np.ndarray, multi: set[str], extra: WrittenPairs | None) -> Judgement:
-    """The judgement trained on every writer but `w`."""
-    out = [i for i, r in enumerate(rows) if r.writer != w]
+def _without(left: set[str], rows: Sequence[Row], x: np.ndarray, multi: set[str], extra: WrittenPairs | None
+             ) -> Judgement:
+    """The judgement trained on every writer but those `left` out."""
+    out = [i for i, r in enumerate(rows) if r.writer not in left]
     return train([rows[i] for i in out], x[out], multi, extra=extra)
 
 
@@ -302,17 +329,12 @@ def objective(measures: dict) -> float:
 
 
 def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-                  extra: WrittenPairs | None = None) -> tuple[judge.Thresholds, dict]:
-    """The thresholds of the judgement chosen leave-one-writer-out: each writer's sequences scored with the
-    judgement trained on the others, at each threshold tried (one at a time; twice over, unless the first pass
+                  extra: WrittenPairs | None = None, folds: int = FOLDS) -> tuple[judge.Thresholds, dict]:
+    """The thresholds of the judgement chosen out of writer: each writer's sequences scored with the
+    judgement trained without it (`out_of_writer`), at each threshold tried (one at a time; twice over, unless the first pass
     changed nothing), by `objective`: a value is taken if it raises the mean over writers and gains on more
     than half of them, the best such value by the mean. Returns the chosen thresholds and the mean of each try."""
-    multi = multi_slots()
-    writers = sorted({r.writer for r in rows})
-    parts = {}
-    for w in writers:
-        parts[w] = (_without(w, rows, x, multi, extra), *_of(w, seqs, rows, x))
-
+    parts = out_of_writer(seqs, rows, x, extra, folds)
     scored: dict[judge.Thresholds, np.ndarray] = {}
 
     def score(limits: judge.Thresholds) -> np.ndarray:  # the objective of each writer's part
@@ -396,6 +418,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--score", action="store_true",
                     help="score the judgement of --out (its weights and thresholds) on the corpus's writers, each "
                          "over its sequences, without training: for writers it was not trained on; write no weights")
+    ap.add_argument("--folds", type=int, default=FOLDS,
+                    help="score each writer by the judgement trained without its group of writers, the writers dealt "
+                         "into this many groups (as many as the writers: leave one writer out)")
     ap.add_argument("--writers", help="only these writers' folders of the corpus, comma-separated (w9,w10)")
     ap.add_argument("--with-pairs", action="store_true",
                     help="train the pair model on the pairs written for it too (CORPUS/pairs/*.jsonl): left one "
@@ -418,18 +443,18 @@ def main(argv: list[str]) -> int:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
     if args.writers_out:
-        report = writers_out(seqs, rows, x, judge.limits_of(args.out), extra)  # the thresholds chosen with the weights
-        print("leave-one-writer-out: the notes kept over each sequence\n" + table(report["notes"]))
+        report = writers_out(seqs, rows, x, judge.limits_of(args.out), extra, args.folds)  # the thresholds chosen with the weights
+        print(f"out of writer ({args.folds} groups of writers held out in turn): the notes kept over each sequence\n" + table(report["notes"]))
         print("\nin-writer (trained on every writer, this one included)\n" + table(report["notes_in_writer"]))
         if args.report:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
     train(rows, x, multi_slots(), extra=extra).save(args.out)
-    limits, tried = choose_limits(seqs, rows, x, extra)
+    limits, tried = choose_limits(seqs, rows, x, extra, args.folds)
     (args.out / "limits.json").write_text(json.dumps(limits.__dict__, indent=1) + "\n")
     print(f"trained on {len(rows)} pieces of {len(files)} files and {len(extra) if extra else 0} pairs written apart; "
           f"weights in {args.out}")
-    print("thresholds chosen leave-one-writer-out: " + ", ".join(f"{k} {v}" for k, v in limits.__dict__.items())
+    print(f"thresholds chosen out of writer ({args.folds} groups): " + ", ".join(f"{k} {v}" for k, v in limits.__dict__.items())
           + "\n(objective per try: " + ", ".join(f"{k} {v:.3f}" for k, v in tried.items()) + ")")
     return 0
 

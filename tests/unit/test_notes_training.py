@@ -192,6 +192,14 @@ def test_a_growing_corpus_embeds_only_its_new_files(tmp_path: Path) -> None:
     assert np.allclose(x, fresh, atol=1e-6) and {r.writer for r in rows} == {"w2", "w7"}
 
 
+def test_writers_are_held_out_in_groups_each_writer_in_one() -> None:
+    writers = [f"w{i}" for i in range(1, 20)] + ["tune", "w3"]
+    dealt = train.groups(writers, 8)
+    assert len(dealt) == 8 and sorted(w for g in dealt for w in g) == sorted(set(writers))
+    assert max(map(len, dealt)) - min(map(len, dealt)) <= 1
+    assert train.groups(["w2", "w1", "w1"], 8) == [["w1"], ["w2"]]  # fewer writers than groups: one writer out
+
+
 def test_a_threshold_is_taken_only_where_most_writers_gain() -> None:
     now = np.array([0.50, 0.50, 0.50, 0.50, 0.50])
     few = np.array([0.90, 0.90, 0.50, 0.49, 0.49])  # a higher mean, from two writers
