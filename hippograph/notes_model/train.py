@@ -328,13 +328,13 @@ def objective(measures: dict) -> float:
     return float(np.mean(got)) if got else 0.0
 
 
-def choose_limits(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-                  extra: WrittenPairs | None = None, folds: int = FOLDS) -> tuple[judge.Thresholds, dict]:
+def choose_limits(parts: dict[str, tuple[Judgement, list[corpus.Sequence], list[Row], np.ndarray]]
+                  ) -> tuple[judge.Thresholds, dict]:
     """The thresholds of the judgement chosen out of writer: each writer's sequences scored with the
-    judgement trained without it (`out_of_writer`), at each threshold tried (one at a time; twice over, unless the first pass
-    changed nothing), by `objective`: a value is taken if it raises the mean over writers and gains on more
-    than half of them, the best such value by the mean. Returns the chosen thresholds and the mean of each try."""
-    parts = out_of_writer(seqs, rows, x, extra, folds)
+    judgement trained without it (`parts`, from `out_of_writer`), at each threshold tried (one at a time; twice
+    over, unless the first pass changed nothing), by `objective`: a value is taken if it raises the mean over
+    writers and gains on more than half of them, the best such value by the mean. Returns the chosen thresholds
+    and the mean of each try."""
     scored: dict[judge.Thresholds, np.ndarray] = {}
 
     def score(limits: judge.Thresholds) -> np.ndarray:  # the objective of each writer's part
@@ -414,7 +414,8 @@ def main(argv: list[str]) -> int:
                     help="score each writer by a judgement trained on the other writers (clause by clause, and the "
                          "notes kept over each sequence, at the thresholds of --out) beside the in-writer score; "
                          "write no weights")
-    ap.add_argument("--report", type=Path, help="with --writers-out or --score: write the JSON report here")
+    ap.add_argument("--report", type=Path, help="with --writers-out or --score, or when training (each writer out of writer at the thresholds chosen): "
+                         "write the JSON report here")
     ap.add_argument("--score", action="store_true",
                     help="score the judgement of --out (its weights and thresholds) on the corpus's writers, each "
                          "over its sequences, without training: for writers it was not trained on; write no weights")
@@ -449,9 +450,19 @@ def main(argv: list[str]) -> int:
         if args.report:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
-    train(rows, x, multi_slots(), extra=extra).save(args.out)
-    limits, tried = choose_limits(seqs, rows, x, extra, args.folds)
+    everyone = train(rows, x, multi_slots(), extra=extra)
+    everyone.save(args.out)
+    parts = out_of_writer(seqs, rows, x, extra, args.folds)
+    limits, tried = choose_limits(parts)
     (args.out / "limits.json").write_text(json.dumps(limits.__dict__, indent=1) + "\n")
+    if args.report:  # each writer at the thresholds chosen, by the judgement the choice scored it with
+        out: dict[str, dict] = {"notes": {}, "notes_in_writer": {}}
+        for w, (j, held_seqs, held_rows, held_x) in parts.items():
+            out["notes"][w] = simulate(j, held_seqs, held_rows, held_x, limits)
+            out["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, held_x, limits)
+        out["spread"], out["spread_in_writer"] = spread(out["notes"]), spread(out["notes_in_writer"])
+        args.report.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"out of writer ({args.folds} groups), at the thresholds chosen\n" + table(out["notes"]))
     print(f"trained on {len(rows)} pieces of {len(files)} files and {len(extra) if extra else 0} pairs written apart; "
           f"weights in {args.out}")
     print(f"thresholds chosen out of writer ({args.folds} groups): " + ", ".join(f"{k} {v}" for k, v in limits.__dict__.items())

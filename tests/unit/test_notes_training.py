@@ -142,9 +142,12 @@ def test_the_command_trains_weights_and_scores_writers_out(tmp_path: Path) -> No
         (tmp_path / "corpus" / w).mkdir(parents=True)
         (tmp_path / "corpus" / w / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:2]}))
     run = [sys.executable, "-m", "hippograph.notes_model.train", "--corpus", str(tmp_path / "corpus")]
-    made = subprocess.run([*run, "--out", str(tmp_path / "weights")], capture_output=True, text=True, timeout=600,
-                          check=False)
+    made = subprocess.run([*run, "--out", str(tmp_path / "weights"), "--report", str(tmp_path / "trained.json")],
+                          capture_output=True, text=True, timeout=600, check=False)
     assert made.returncode == 0, made.stderr
+    trained = json.loads((tmp_path / "trained.json").read_text())  # each writer at the thresholds chosen
+    assert set(trained["notes"]) == set(trained["notes_in_writer"]) == {"w2", "w7"}
+    assert "| all precision | " in made.stdout and set(trained["spread"]) >= {"all precision", "false-note rate"}
     assert corpus.catalogue()["slots"] and judge.Judgement.load(tmp_path / "weights").slot.classes
     scored = subprocess.run([*run, "--writers-out", "--report", str(tmp_path / "report.json")], capture_output=True,
                             text=True, timeout=600, check=False)
