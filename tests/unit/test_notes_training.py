@@ -42,6 +42,8 @@ def test_training_is_deterministic_and_saved_weights_answer_the_same(sample, tmp
     first, second = train.train(rows, x, multi), train.train(rows, x, multi)
     for name in ("act", "slot", "pair"):
         assert np.array_equal(getattr(first, name).coef, getattr(second, name).coef), name
+    assert first.act.hidden is not None and first.act.hidden.shape[1] == train.HIDDEN  # read through the layer
+    assert np.array_equal(first.act.hidden, second.act.hidden) and first.pair.hidden is None
     first.save(tmp_path)
     loaded = judge.Judgement.load(tmp_path)
     assert loaded.act.classes == first.act.classes
