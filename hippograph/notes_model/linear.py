@@ -24,7 +24,11 @@ class LinearModel:
         """Rows x classes."""
         h = (np.atleast_2d(x) - self.mean) / self.scale
         if self.hidden is not None and self.hidden_bias is not None:
-            h = np.maximum(h @ self.hidden + self.hidden_bias, 0.0)
+            # most features are words a clause does not hold (0): the product over the others is the same sum,
+            # small enough for one core (a multi-threaded product of a clause by the whole layer waited
+            # milliseconds on a busy core)
+            used = np.flatnonzero(h.any(axis=0))
+            h = np.maximum(h[:, used] @ self.hidden[used] + self.hidden_bias, 0.0)
         z = h @ self.coef.T + self.intercept
         if len(self.classes) == 2:
             p = 1.0 / (1.0 + np.exp(-np.clip(z[:, 0], -50.0, 50.0)))

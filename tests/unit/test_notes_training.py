@@ -205,6 +205,23 @@ def test_writers_are_held_out_in_groups_each_writer_in_one() -> None:
     assert train.groups(["w2", "w1", "w1"], 8) == [["w1"], ["w2"]]  # fewer writers than groups: one writer out
 
 
+def test_a_hidden_layer_reads_only_the_features_a_row_has_and_gives_the_full_product() -> None:
+    from hippograph.notes_model.linear import LinearModel
+
+    rng = np.random.default_rng(3)
+    x = np.zeros((5, 40), dtype=np.float32)
+    x[:, :8] = rng.normal(size=(5, 8))  # the vector's part, always there
+    x[1, 20], x[3, 33] = 1.0, 1.0  # a word or two
+    model = LinearModel(["a", "b", "c"], np.zeros(40, np.float32), np.ones(40, np.float32),
+                        rng.normal(size=(3, 16)).astype(np.float32), rng.normal(size=3).astype(np.float32),
+                        rng.normal(size=(40, 16)).astype(np.float32), rng.normal(size=16).astype(np.float32))
+    z = np.maximum(x @ model.hidden + model.hidden_bias, 0.0) @ model.coef.T + model.intercept
+    full = np.exp(z - z.max(axis=1, keepdims=True))
+    full /= full.sum(axis=1, keepdims=True)
+    assert np.allclose(model.probabilities(x), full, atol=1e-6)
+    assert np.allclose(model.probabilities(x[3:4]), full[3:4], atol=1e-6)  # one row alone, as a write reads it
+
+
 def test_a_threshold_is_taken_only_where_most_writers_gain() -> None:
     now = np.array([0.50, 0.50, 0.50, 0.50, 0.50])
     few = np.array([0.90, 0.90, 0.50, 0.49, 0.49])  # a higher mean, from two writers
