@@ -111,11 +111,10 @@ def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str]) 
 
 
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
-          extra: WrittenPairs | None = None, hidden: int | None = None) -> Judgement:
+          extra: WrittenPairs | None = None, hidden: int = HIDDEN) -> Judgement:
     """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart. The
     act and slot models read their features through `hidden` rectified units (0: directly, a plain regression);
     the pair model, which reads a few dozen numbers, reads them directly."""
-    hidden = HIDDEN if hidden is None else hidden
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS)
     cx = judge.clause_features(x, [r.text for r in rows], vocab)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab), hidden=hidden)
@@ -261,21 +260,28 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
 
 def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
                 limits: judge.Thresholds | None = None, extra: WrittenPairs | None = None,
-                folds: int = FOLDS) -> dict[str, dict]:
+                folds: int = FOLDS, hidden: int = HIDDEN) -> dict[str, dict]:
     """Each writer scored by a judgement trained without it (`out_of_writer`), and by one trained on every writer
     (in-writer) beside it: clause by clause (`clauses`, the in-writer ones as "<writer> (in-writer)"), and
     the notes kept over its sequences (`notes`, `notes_in_writer`), with their spread across writers. Each
     judgement is trained with the `extra` pairs, written by other hands."""
     multi = multi_slots()
-    everyone = train(rows, x, multi, extra=extra)
-    report: dict[str, dict] = {"clauses": {}, "notes": {}, "notes_in_writer": {}}
-    for w, (j, held_seqs, held_rows, held_x) in out_of_writer(seqs, rows, x, extra, folds).items():
-        report["clauses"][w] = measure(j, held_rows, held_x, multi)
-        report["clauses"][w + " (in-writer)"] = measure(everyone, held_rows, held_x, multi)
-        report["notes"][w] = simulate(j, held_seqs, held_rows, held_x, limits)
-        report["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, held_x, limits)
-    report["spread"], report["spread_in_writer"] = spread(report["notes"]), spread(report["notes_in_writer"])
-    return report
+    everyone = train(rows, x, multi, extra=extra, hidden=hidden)
+    parts = out_of_writer(seqs, rows, x, extra, folds, hidden)
+    clauses: dict[str, dict] = {}
+    for w, (j, _, held_rows, held_x) in parts.items():
+        clauses[w] = measure(j, held_rows, held_x, multi)
+        clauses[w + " (in-writer)"] = measure(everyone, held_rows, held_x, multi)
+    return {"clauses": clauses, **notes_report(parts, everyone, limits)}
+
+
+def notes_report(parts: dict[str, tuple[Judgement, list[corpus.Sequence], list[Row], np.ndarray]],
+                 everyone: Judgement, limits: judge.Thresholds | None = None) -> dict[str, dict]:
+    """The notes kept over each writer's sequences by the judgement trained without it (`notes`, from
+    `out_of_writer`) and by the one trained on every writer (`notes_in_writer`), with their spread."""
+    notes = {w: simulate(j, s, r, xs, limits) for w, (j, s, r, xs) in parts.items()}
+    in_writer = {w: simulate(everyone, s, r, xs, limits) for w, (_, s, r, xs) in parts.items()}
+    return {"notes": notes, "notes_in_writer": in_writer, "spread": spread(notes), "spread_in_writer": spread(in_writer)}
 
 
 def groups(writers: Sequence[str], folds: int = FOLDS) -> list[list[str]]:
@@ -285,14 +291,14 @@ def groups(writers: Sequence[str], folds: int = FOLDS) -> list[list[str]]:
 
 
 def out_of_writer(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-                  extra: WrittenPairs | None = None, folds: int = FOLDS
+                  extra: WrittenPairs | None = None, folds: int = FOLDS, hidden: int = HIDDEN
                   ) -> dict[str, tuple[Judgement, list[corpus.Sequence], list[Row], np.ndarray]]:
     """Each writer's sequences, rows and features with the judgement trained on the writers of the other groups
     (`groups`): never on this writer's words. With as many groups as writers, it is left one writer out."""
     multi = multi_slots()
     out = {}
     for group in groups([r.writer for r in rows], folds):
-        j = _without(set(group), rows, x, multi, extra)
+        j = _without(set(group), rows, x, multi, extra, hidden)
         for w in group:
             out[w] = (j, *_of(w, seqs, rows, x))
     return dict(sorted(out.items()))
@@ -311,11 +317,11 @@ def _of(w: str, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndar
     return [s for s in seqs if s.writer == w], [rows[i] for i in held], x[held]
 
 
-def _without(left: set[str], rows: Sequence[Row], x: np.ndarray, multi: set[str], extra: WrittenPairs | None
-             ) -> Judgement:
+def _without(left: set[str], rows: Sequence[Row], x: np.ndarray, multi: set[str], extra: WrittenPairs | None,
+             hidden: int = HIDDEN) -> Judgement:
     """The judgement trained on every writer but those `left` out."""
     out = [i for i, r in enumerate(rows) if r.writer not in left]
-    return train([rows[i] for i in out], x[out], multi, extra=extra)
+    return train([rows[i] for i in out], x[out], multi, extra=extra, hidden=hidden)
 
 
 #: the thresholds tried, one at a time from the defaults (`choose_limits`)
@@ -410,7 +416,6 @@ def table(report: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    global HIDDEN
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
@@ -435,7 +440,6 @@ def main(argv: list[str]) -> int:
                          "writer out, they did not raise the corpus's measures on most writers, so the packaged "
                          "weights are made without them")
     args = ap.parse_args(argv)
-    HIDDEN = args.hidden  # every judgement this command trains
     files = list(corpus.corpus_files(args.corpus))
     if args.writers:
         wanted = set(args.writers.split(","))
@@ -452,23 +456,19 @@ def main(argv: list[str]) -> int:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
     if args.writers_out:
-        report = writers_out(seqs, rows, x, judge.limits_of(args.out), extra, args.folds)  # the thresholds chosen with the weights
+        report = writers_out(seqs, rows, x, judge.limits_of(args.out), extra, args.folds, args.hidden)  # the thresholds chosen with the weights
         print(f"out of writer ({args.folds} groups of writers held out in turn): the notes kept over each sequence\n" + table(report["notes"]))
         print("\nin-writer (trained on every writer, this one included)\n" + table(report["notes_in_writer"]))
         if args.report:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
-    everyone = train(rows, x, multi_slots(), extra=extra)
+    everyone = train(rows, x, multi_slots(), extra=extra, hidden=args.hidden)
     everyone.save(args.out)
-    parts = out_of_writer(seqs, rows, x, extra, args.folds)
+    parts = out_of_writer(seqs, rows, x, extra, args.folds, args.hidden)
     limits, tried = choose_limits(parts)
     (args.out / "limits.json").write_text(json.dumps(limits.__dict__, indent=1) + "\n")
     if args.report:  # each writer at the thresholds chosen, by the judgement the choice scored it with
-        out: dict[str, dict] = {"notes": {}, "notes_in_writer": {}}
-        for w, (j, held_seqs, held_rows, held_x) in parts.items():
-            out["notes"][w] = simulate(j, held_seqs, held_rows, held_x, limits)
-            out["notes_in_writer"][w] = simulate(everyone, held_seqs, held_rows, held_x, limits)
-        out["spread"], out["spread_in_writer"] = spread(out["notes"]), spread(out["notes_in_writer"])
+        out = notes_report(parts, everyone, limits)
         args.report.write_text(json.dumps(out, indent=1) + "\n")
         print(f"out of writer ({args.folds} groups), at the thresholds chosen\n" + table(out["notes"]))
     print(f"trained on {len(rows)} pieces of {len(files)} files and {len(extra) if extra else 0} pairs written apart; "
