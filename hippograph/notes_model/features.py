@@ -18,10 +18,11 @@ from hippograph.extraction.bounds import precut
 from hippograph.extraction.rules import normalise as said
 from hippograph.notes_model.corpus import Clause, Message
 from hippograph.notes_model.corpus import Sequence as CorpusSequence
-from hippograph.notes_model.segment import FEATURES, clauses
+from hippograph.notes_model.segment import FEATURES, Bounds, clauses, first_words
 
 if TYPE_CHECKING:
     from spacy.language import Language
+    from spacy.tokens import Doc
 
 DIM = 384
 Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
@@ -81,13 +82,29 @@ def _label_of(start: int, end: int, spans: list[tuple[int, int, Clause]]) -> Cla
     return found
 
 
-def clause_rows(seqs: Sequence[CorpusSequence], nlp: Language) -> list[Row]:
+def parsed(seqs: Sequence[CorpusSequence], nlp: Language) -> list[Doc]:
+    """The sequences' user messages parsed as the spaCy extractor parses them, in order."""
+    users = [m for s in seqs for m, _ in _with_previous(s.messages)]
+    return list(nlp.pipe((precut(nlp.make_doc(said(m.content))) for m in users), batch_size=64))
+
+
+def clause_starts(seqs: Sequence[CorpusSequence], docs: Sequence[Doc]) -> list[tuple[str, Doc, set[int]]]:
+    """(writer, parsed message, the words its labelled clauses start at): what `segment.fit_bounds` learns from."""
+    users = [(s, m) for s in seqs for m, _ in _with_previous(s.messages)]
+    return [(s.writer, doc, first_words(doc, [(a, b) for a, b, _ in _located(m)]))
+            for (s, m), doc in zip(users, docs, strict=True)]
+
+
+def clause_rows(seqs: Sequence[CorpusSequence], nlp: Language, bounds: Bounds | None = None,
+                docs: Sequence[Doc] | None = None) -> list[Row]:
+    """The pieces of the sequences' user messages (cut by the rule or by `bounds`), labelled; `docs`: the
+    messages already `parsed`."""
     rows: list[Row] = []
     users = [(s, m, prev) for s in seqs for m, prev in _with_previous(s.messages)]
-    docs = nlp.pipe((precut(nlp.make_doc(said(m.content))) for _, m, _ in users), batch_size=64)
+    docs = docs if docs is not None else parsed(seqs, nlp)
     for (s, m, prev), doc in zip(users, docs, strict=True):
         spans = _located(m)
-        for i, (p, parse) in enumerate(clauses(doc)):
+        for i, (p, parse) in enumerate(clauses(doc, bounds)):
             rows.append(Row(writer=s.writer, sequence=s.id, message=m.id, index=i, text=p.text, content=m.content,
                             previous=prev, parse=parse, label=_label_of(p.start, p.end, spans)))
     return rows

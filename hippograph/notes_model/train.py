@@ -216,9 +216,11 @@ def multi_slots() -> set[str]:
 
 
 def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-             limits: judge.Thresholds | None = None) -> dict:
+             limits: judge.Thresholds | None = None, gold: frozenset[str] = frozenset()) -> dict:
     """The notes the judgement keeps over each sequence, message by message, scored as
-    `hippograph bench extraction` scores the pipeline's (`summarise` of `score_sequence`)."""
+    `hippograph bench extraction` scores the pipeline's (`summarise` of `score_sequence`). `gold` puts the
+    writers' labels in place of a model's answers ("act", "slot", "pair"; "stated": every note is stated):
+    what the pipeline around the models loses even when they are right (`bench/notes_ceiling.py`)."""
     from datetime import UTC, datetime
 
     from hippograph.bench.extraction import CaseFile, score_sequence, summarise
@@ -232,8 +234,21 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     alone = cx.copy()  # a stored note's slot is read again from its words: without the parse
     alone[:, DIM:DIM + len(FEATURES)] = 0.0
     covers = j.slot.probabilities(alone)
+    if "act" in gold:
+        acts = np.zeros_like(acts)
+        for i, r in enumerate(rows):
+            acts[i, j.act.classes.index(r.act if r.act in j.act.classes else "small_talk")] = 1.0
+    if "slot" in gold:
+        slots, covers = slots.copy(), covers.copy()
+        for i, r in enumerate(rows):
+            if r.slot in j.slot.classes:
+                slots[i] = covers[i] = np.eye(len(j.slot.classes), dtype=slots.dtype)[j.slot.classes.index(r.slot)]
+    row_of = {(r.sequence, r.message, r.text): i for i, r in enumerate(rows)}
+    at: dict[str, Any] = {"row": 0, "seq": ""}  # the row being decided, and its sequence
 
-    def same_thing(a: judge.Answer, n: judge.HeldNote) -> float:  # the note is the earlier statement
+    def pair_same(a: judge.Answer, n: judge.HeldNote) -> float:  # the note is the earlier statement
+        if "pair" in gold:
+            return float(same_thing(rows[row_of[(at["seq"], n.source, n.text)]], rows[at["row"]], set(multi)))
         f = pair_features(n.x[None, :], a.x[None, :], n.slots[None, :], a.slots[None, :], [n.text], [a.text])
         return float(j.pair.probabilities(f)[0, j.pair.classes.index("same")])
 
@@ -246,13 +261,14 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     for case in cases.sequences:
         held: list[judge.HeldNote] = []
         for i in by_seq.get(case.id, []):
+            at.update(row=i, seq=case.id)
             answer = judge.Answer(dict(zip(j.act.classes, acts[i], strict=True)), slots[i], x[i], rows[i].text,
                                   covers[i])
-            judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, same_thing, limits,
+            judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, pair_same, limits,
                          multi)
         notes = [Note(id=str(k), user_id="u", kind=NoteKind(h.kind), text=h.text, slot=h.slot, valid_at=now,
                       invalid_at=None if h.current else now, source_episode_ids=[h.source], confidence=1.0)
-                 for k, h in enumerate(held) if h.confidence >= limits.stated or not h.current]
+                 for k, h in enumerate(held) if h.confidence >= limits.stated or not h.current or "stated" in gold]
         ids = {str(m.id): str(m.id) for s in case.sessions for m in s.messages if m.id}
         scored.append({"id": case.id, **score_sequence(case, notes, ids)})
     return summarise(scored)

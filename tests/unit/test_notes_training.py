@@ -269,3 +269,51 @@ def test_the_pair_model_learns_from_pairs_written_apart(sample) -> None:
         return float(np.mean((np.array(j.pair.predict(f)) == "same") == extra.same))
 
     assert right(with_them) > right(without)  # the pairs are read: what it was shown, it answers better
+
+
+def test_clause_bounds_learned_from_the_writers_cut_where_they_start_their_clauses(sample, tmp_path: Path) -> None:
+    from hippograph.notes_model.features import clause_rows, clause_starts, parsed
+    from hippograph.notes_model.segment import Bounds, fit_bounds, pieces
+
+    seqs, _, _ = sample
+    nlp = train._readers()[0]
+    docs = parsed(seqs, nlp)
+    starts = clause_starts(seqs, docs)
+    bounds = fit_bounds(starts, threshold=0.4)
+    assert bounds.features and np.array_equal(bounds.weights, fit_bounds(starts, threshold=0.4).weights)
+    bounds.save(tmp_path / "bounds.npz")
+    again = Bounds.load(tmp_path / "bounds.npz")
+
+    def hits(b: Bounds | None) -> tuple[int, int]:  # (the writers' starts a cut falls on, the cuts made)
+        found = made = 0
+        for _, doc, first in starts:
+            for p in pieces(doc, b):
+                at = next(t for t in doc if t.idx >= p.start)
+                if at.is_sent_start:  # a sentence of its own, not a cut inside one
+                    continue
+                while at.i + 1 < len(doc) and (at.is_punct or at.dep_ == "cc"):
+                    at = doc[at.i + 1]
+                made += 1
+                found += at.i in first
+        return found, made
+
+    rule, learned = hits(None), hits(bounds)
+    assert hits(again) == learned  # the saved weights cut the same
+    assert learned[0] > rule[0]  # more of the writers' own clause starts are cut at
+    assert learned[0] / max(learned[1], 1) > 0.5  # and most cuts fall on one
+    rows = clause_rows(seqs, nlp, bounds, docs)
+    users = {(s.id, m.id): m for s in seqs for m in s.user_messages()}
+    for r in rows:
+        assert r.text in said(users[(r.sequence, r.message)].content)
+
+
+def test_with_the_writers_labels_in_place_of_the_models_no_note_comes_from_a_silent_message(sample) -> None:
+    seqs, rows, x = sample
+    j = judge.Judgement.load(judge.WEIGHTS)
+    models = train.simulate(j, seqs, rows, x, judge.limits_of(judge.WEIGHTS))
+    right = train.simulate(j, seqs, rows, x, judge.limits_of(judge.WEIGHTS),
+                           frozenset({"act", "slot", "pair", "stated"}))
+    assert right["false_note_rate"] == 0.0 and right["no_note_messages"] > 10
+    assert right["all"]["recall"] > models["all"]["recall"]
+    # the same sequences are scored, retirements included
+    assert right["retirements"] == models["retirements"] > 0
