@@ -4,8 +4,9 @@ The notes judgement reads a message clause by clause (`notes_model.segment`). Th
 coordinated verb with its own subject starts; `segment.Bounds` is a regression learned from where the writers
 of the notes corpus start their clauses. For each group of writers (`train.groups`), the cut is learned without
 them, every writer's messages are cut with it, the judgement is trained on the other groups' pieces and the
-notes it keeps over this group's sequences are scored (`train.simulate`) at the packaged thresholds. The rule's
-cut is scored the same way, in the same run, unless --cuts says otherwise.
+notes it keeps over this group's sequences are scored (`train.simulate`) at the packaged thresholds, and with
+--choose at thresholds chosen on that cut's parts. The rule's cut is scored the same way, in the same run,
+unless --cuts says otherwise.
 
     python bench/notes_bounds.py --cache DIR [--threshold 0.4] [--report bench/results/notes-bounds.json]
 
@@ -60,6 +61,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cuts", default="rule,learned")
     ap.add_argument("--folds", type=int, default=train.FOLDS)
     ap.add_argument("--report", type=Path)
+    ap.add_argument("--choose", action="store_true",
+                    help="also choose each cut's own thresholds on its out-of-writer parts (`train.choose_limits`)")
     args = ap.parse_args(argv)
     started = time.time()
     nlp, embed = train._readers()
@@ -86,6 +89,7 @@ def main(argv: list[str]) -> int:
     report: dict = {"threshold": args.threshold, "limits": limits.__dict__, "folds": args.folds}
     for cut in args.cuts.split(","):
         notes: dict[str, dict] = {}
+        parts: dict = {}
         pieces = 0
         for group in train.groups(writers, args.folds):
             t = time.time()
@@ -96,13 +100,24 @@ def main(argv: list[str]) -> int:
             x = matrix(rows, vectors)
             j = train._without(set(group), rows, x, multi, None)
             for w in group:
-                notes[w] = train.simulate(j, *train._of(w, seqs, rows, x), limits)
+                parts[w] = (j, *train._of(w, seqs, rows, x))
+                notes[w] = train.simulate(*parts[w], limits)
                 pieces += sum(r.writer == w for r in rows)
             print(f"{cut}: group {group[0]}.. {time.time() - t:.0f} s, {vectors.made} texts embedded", flush=True)
         objective = {w: round(train.objective(m), 4) for w, m in notes.items()}
         report[cut] = {"notes": notes, "spread": train.spread(notes), "objective": objective, "pieces": pieces,
                        "objective_mean": round(float(np.mean(list(objective.values()))), 4)}
         print(f"{cut} cut ({pieces} pieces): objective {report[cut]['objective_mean']}\n" + train.table(notes), flush=True)
+        if args.choose:  # its own thresholds, chosen as the packaged ones were on the rule's cut
+            chosen, _ = train.choose_limits(parts)
+            again = {w: train.simulate(*p, chosen) for w, p in parts.items()}
+            mine = {w: round(train.objective(m), 4) for w, m in again.items()}
+            report[cut]["chosen"] = {"limits": chosen.__dict__, "notes": again, "spread": train.spread(again),
+                                     "objective": mine, "objective_mean": round(float(np.mean(list(mine.values()))), 4)}
+            print(f"{cut} cut at the thresholds chosen on it {chosen.__dict__}: objective "
+                  f"{report[cut]['chosen']['objective_mean']}\n" + train.table(again), flush=True)
+        if args.report:  # kept after each cut: a long run stopped halfway keeps what it measured
+            args.report.write_text(json.dumps(report, indent=1) + "\n")
     if "rule" in report and "learned" in report:
         a, b = report["rule"]["objective"], report["learned"]["objective"]
         report["learned_better_on"] = sum(b[w] > a[w] for w in a)

@@ -5,6 +5,9 @@ messages are cut into clauses and how a clause becomes a note, not by the judgem
 
     python bench/notes_ceiling.py --cache DIR [--report bench/results/notes-ceiling.json]
 
+It also counts the writers' note clauses that have no piece of their own (the cut joined them to another
+clause, whose label the piece took) and those cut into more than one piece.
+
 The judgement is the packaged one (trained on every writer: in-writer), at its thresholds.
 """
 
@@ -25,6 +28,19 @@ TRIES = {"models": frozenset(), "act right": frozenset({"act"}), "slot right": f
          "all right, all stated": frozenset({"act", "slot", "pair", "stated"})}
 
 
+def cut_apart(seqs: list[corpus.Sequence], rows: list) -> dict[str, float]:
+    """How the writers' note clauses fare in the cut: without a piece of their own, or in several."""
+    count: dict[tuple[str, str], dict[int, int]] = {}
+    for r in rows:
+        if r.label is not None:
+            by = count.setdefault((r.sequence, r.message), {})
+            by[id(r.label)] = by.get(id(r.label), 0) + 1
+    pieces = [count.get((s.id, m.id), {}).get(id(c), 0) for s in seqs for m in s.user_messages() for c in m.clauses
+              if c.gives_note]
+    return {"note clauses": len(pieces), "without a piece of their own": round(sum(p == 0 for p in pieces) / len(pieces), 3),
+            "in more than one piece": round(sum(p > 1 for p in pieces) / len(pieces), 3)}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", type=Path, help="the feature matrices of `python -m hippograph.notes_model.train --cache`")
@@ -33,7 +49,8 @@ def main(argv: list[str]) -> int:
     started = time.time()
     seqs, rows, x = train.build(list(corpus.corpus_files(train.DEFAULT_CORPUS)), args.cache)
     j, limits = Judgement.load(judge.WEIGHTS), judge.limits_of(judge.WEIGHTS)
-    report: dict = {}
+    report: dict = {"note clauses": cut_apart(seqs, rows)}
+    print(report["note clauses"], flush=True)
     for name, gold in TRIES.items():
         got = train.simulate(j, seqs, rows, x, limits, gold)
         report[name] = {m: train._value(got, path) for m, path in train.NOTE_MEASURES}
