@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
             for w in group:
                 parts[w] = (j, *train._of(w, seqs, rows, x))
                 notes[w] = train.simulate(*parts[w], limits)
-                pieces += sum(r.writer == w for r in rows)
+                pieces += len(parts[w][2])
             print(f"{cut}: group {group[0]}.. {time.time() - t:.0f} s, {vectors.made} texts embedded", flush=True)
         objective = {w: round(train.objective(m), 4) for w, m in notes.items()}
         report[cut] = {"notes": notes, "spread": train.spread(notes), "objective": objective, "pieces": pieces,

@@ -4,9 +4,10 @@ The judgement of what a message says about its speaker is made clause by clause:
 Hetzner but I'm still on Eastern time" holds a decision and a fact. A clause is a sentence, cut again
 where a coordinated or paratactic verb with a subject of its own starts ("..., but I'm still ..."), or at
 a semicolon. Or, given `Bounds` (a regression over each word's neighbours and parse, learned from where the
-corpus's writers start their clauses), cut again wherever a clause most likely starts. The same cut is made when the models are trained (on the corpus's messages, each piece
-taking the label of the labelled clause it overlaps most) and when they are used, so the models see at
-training what they see in use, whatever the writers' own cuts were.
+corpus's writers start their clauses), cut again wherever a clause most likely starts. The same cut is made
+when the models are trained (on the corpus's messages, each piece taking the label of the labelled clause it
+overlaps most) and when they are used, so the models see at training what they see in use, whatever the
+writers' own cuts were.
 """
 
 from __future__ import annotations

@@ -245,10 +245,11 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
                 slots[i] = covers[i] = np.eye(len(j.slot.classes), dtype=slots.dtype)[j.slot.classes.index(r.slot)]
     row_of = {(r.sequence, r.message, r.text): i for i, r in enumerate(rows)}
     at: dict[str, Any] = {"row": 0, "seq": ""}  # the row being decided, and its sequence
+    labelled_multi = set(multi)
 
     def pair_same(a: judge.Answer, n: judge.HeldNote) -> float:  # the note is the earlier statement
         if "pair" in gold:
-            return float(same_thing(rows[row_of[(at["seq"], n.source, n.text)]], rows[at["row"]], set(multi)))
+            return float(same_thing(rows[row_of[(at["seq"], n.source, n.text)]], rows[at["row"]], labelled_multi))
         f = pair_features(n.x[None, :], a.x[None, :], n.slots[None, :], a.slots[None, :], [n.text], [a.text])
         return float(j.pair.probabilities(f)[0, j.pair.classes.index("same")])
 
