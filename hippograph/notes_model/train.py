@@ -14,6 +14,7 @@ for the same corpus; `--writers-out` prints the out-of-writer measures beside th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import hashlib
 import json
@@ -220,7 +221,9 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     """The notes the judgement keeps over each sequence, message by message, scored as
     `hippograph bench extraction` scores the pipeline's (`summarise` of `score_sequence`). `gold` puts the
     writers' labels in place of a model's answers ("act", "slot", "pair"; "stated": every note is stated):
-    what the pipeline around the models loses even when they are right (`bench/notes_ceiling.py`)."""
+    what the pipeline around the models loses even when they are right (`bench/notes_ceiling.py`); "apart": a
+    piece that holds the values of another note clause of its message (one without a piece of its own) gives
+    that note too, and each of the two notes shows only its own words, as a perfect tagger of values would."""
     from datetime import UTC, datetime
 
     from hippograph.bench.extraction import CaseFile, score_sequence, summarise
@@ -244,12 +247,19 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
             if r.slot in j.slot.classes:
                 slots[i] = covers[i] = np.eye(len(j.slot.classes), dtype=slots.dtype)[j.slot.classes.index(r.slot)]
     row_of = {(r.sequence, r.message, r.text): i for i, r in enumerate(rows)}
-    at: dict[str, Any] = {"row": 0, "seq": ""}  # the row being decided, and its sequence
+    at: dict[str, Any] = {"row": 0, "seq": "", "label": None}  # the row being decided, its sequence and label
     labelled_multi = set(multi)
+    apart = _apart(seqs, rows) if "apart" in gold else {}
+    label_of: dict[int, corpus.Clause | None] = {}  # a note made from another clause's values: that clause
+    shown: dict[int, str] = {}  # a note's own words, when they are not its piece's
 
     def pair_same(a: judge.Answer, n: judge.HeldNote) -> float:  # the note is the earlier statement
         if "pair" in gold:
-            return float(same_thing(rows[row_of[(at["seq"], n.source, n.text)]], rows[at["row"]], labelled_multi))
+            earlier = rows[row_of[(at["seq"], n.source, n.text)]]
+            if id(n) in label_of:
+                earlier = dataclasses.replace(earlier, label=label_of[id(n)])
+            later = rows[at["row"]] if at["label"] is None else dataclasses.replace(rows[at["row"]], label=at["label"])
+            return float(same_thing(earlier, later, labelled_multi))
         f = pair_features(n.x[None, :], a.x[None, :], n.slots[None, :], a.slots[None, :], [n.text], [a.text])
         return float(j.pair.probabilities(f)[0, j.pair.classes.index("same")])
 
@@ -261,18 +271,63 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     now = datetime.now(UTC)
     for case in cases.sequences:
         held: list[judge.HeldNote] = []
+        label_of.clear()  # keyed by the notes' ids, which are only the case's own while it is held
+        shown.clear()
         for i in by_seq.get(case.id, []):
-            at.update(row=i, seq=case.id)
+            at.update(row=i, seq=case.id, label=None)
             answer = judge.Answer(dict(zip(j.act.classes, acts[i], strict=True)), slots[i], x[i], rows[i].text,
                                   covers[i])
-            judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, pair_same, limits,
-                         multi)
-        notes = [Note(id=str(k), user_id="u", kind=NoteKind(h.kind), text=h.text, slot=h.slot, valid_at=now,
+            did = judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, pair_same, limits,
+                               multi)
+            if did in ("added", "replaced") and apart.get(i):
+                shown[id(held[-1])] = _without_words(rows[i].text, [v for c in apart[i] for v in c.value])
+                for c in apart[i]:
+                    if c.slot is None or c.slot not in j.slot.classes:
+                        continue
+                    one = np.eye(len(j.slot.classes), dtype=slots.dtype)[j.slot.classes.index(c.slot)]
+                    states = {a: float(a == "states") for a in j.act.classes}
+                    at.update(label=c)
+                    judge.decide(judge.Answer(states, one, x[i], rows[i].text, one), rows[i].text, rows[i].message,
+                                 held, j.slot.classes, kinds, pair_same, limits, multi)
+                    label_of[id(held[-1])] = c
+                    shown[id(held[-1])] = " ".join(v.split("|")[0] for v in c.value)
+        notes = [Note(id=str(k), user_id="u", kind=NoteKind(h.kind), text=shown.get(id(h)) or h.text, slot=h.slot,
+                      valid_at=now,
                       invalid_at=None if h.current else now, source_episode_ids=[h.source], confidence=1.0)
                  for k, h in enumerate(held) if h.confidence >= limits.stated or not h.current or "stated" in gold]
         ids = {str(m.id): str(m.id) for s in case.sessions for m in s.messages if m.id}
         scored.append({"id": case.id, **score_sequence(case, notes, ids)})
     return summarise(scored)
+
+
+def _apart(seqs: Sequence[corpus.Sequence], rows: Sequence[Row]) -> dict[int, list[corpus.Clause]]:
+    """Each piece's other note clauses (`simulate`'s "apart"): note clauses of its message with a slot of the
+    catalogue other than its own label's, without a piece of their own, whose value words are all in it."""
+    from hippograph.bench.extraction import matches
+
+    slots = {s["slot"] for s in corpus.catalogue()["slots"]}
+    messages = {(s.id, m.id): m for s in seqs for m in s.user_messages()}
+    own: dict[tuple[str, str], set[int]] = {}
+    for r in rows:
+        if r.label is not None:
+            own.setdefault((r.sequence, r.message), set()).add(id(r.label))
+    out: dict[int, list[corpus.Clause]] = {}
+    for i, r in enumerate(rows):
+        m = messages.get((r.sequence, r.message))
+        for c in m.clauses if m is not None else []:
+            if (c.gives_note and c.slot in slots and c.value and id(c) not in own.get((r.sequence, r.message), set())
+                    and (r.label is None or c.slot != r.label.slot) and matches(r.text, c.value)):
+                out.setdefault(i, []).append(c)
+    return out
+
+
+def _without_words(text: str, words: Sequence[str]) -> str:
+    """The text with each of the words (any `|` alternative) taken out where it stands as a word."""
+    for w in words:
+        for alt in (a.strip() for a in w.split("|")):
+            if alt:
+                text = re.sub(r"\b" + re.escape(alt) + r"\b", " ", text, flags=re.IGNORECASE)
+    return " ".join(text.split())
 
 
 def writers_out(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,

@@ -314,3 +314,27 @@ def test_with_the_writers_labels_in_place_of_the_models_no_note_comes_from_a_sil
     assert right["all"]["recall"] > models["all"]["recall"]
     # the same sequences are scored, retirements included
     assert right["retirements"] == models["retirements"] > 0
+
+
+def test_with_values_apart_a_piece_holding_two_note_clauses_gives_a_note_for_each(sample) -> None:
+    from hippograph.bench.extraction import matches
+
+    seqs, rows, x = sample
+    apart = train._apart(seqs, rows)
+    assert apart  # the sample has pieces that hold a second note clause
+    for i, found in apart.items():
+        for c in found:
+            assert c.gives_note and matches(rows[i].text, c.value)
+            assert rows[i].label is None or c.slot != rows[i].label.slot
+            assert all(r.label is not c for r in rows)  # a clause without a piece of its own
+    j, limits = judge.Judgement.load(judge.WEIGHTS), judge.limits_of(judge.WEIGHTS)
+    right = train.simulate(j, seqs, rows, x, limits, frozenset({"act", "slot", "pair", "stated"}))
+    both = train.simulate(j, seqs, rows, x, limits, frozenset({"act", "slot", "pair", "stated", "apart"}))
+    assert both["all"]["recall"] > right["all"]["recall"]
+    assert both["false_note_rate"] == 0.0
+
+
+def test_a_notes_own_words_leave_the_others_where_they_stand_as_words() -> None:
+    assert train._without_words("I am heavy truck driver in Dammam", ["dammam"]) == "I am heavy truck driver in"
+    assert train._without_words("moved to Lagos, la la land", ["la"]) == "moved to Lagos, land"
+    assert train._without_words("vegan now, or veggie", ["vegetarian|veggie"]) == "vegan now, or"
