@@ -223,7 +223,8 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     writers' labels in place of a model's answers ("act", "slot", "pair"; "stated": every note is stated):
     what the pipeline around the models loses even when they are right (`bench/notes_ceiling.py`); "apart": a
     piece that holds the values of another note clause of its message (one without a piece of its own) gives
-    that note too, and each of the two notes shows only its own words, as a perfect tagger of values would."""
+    that note too, and each of the two notes shows only its own words, as a perfect tagger of values would; a
+    retraction without a piece of its own retracts from the piece that holds it."""
     from datetime import UTC, datetime
 
     from hippograph.bench.extraction import CaseFile, score_sequence, summarise
@@ -279,16 +280,19 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
                                   covers[i])
             did = judge.decide(answer, rows[i].text, rows[i].message, held, j.slot.classes, kinds, pair_same, limits,
                                multi)
-            if did in ("added", "replaced") and apart.get(i):
-                shown[id(held[-1])] = _without_words(rows[i].text, [v for c in apart[i] for v in c.value])
-                for c in apart[i]:
-                    if c.slot is None or c.slot not in j.slot.classes:
-                        continue
-                    one = np.eye(len(j.slot.classes), dtype=slots.dtype)[j.slot.classes.index(c.slot)]
-                    states = {a: float(a == "states") for a in j.act.classes}
-                    at.update(label=c)
-                    judge.decide(judge.Answer(states, one, x[i], rows[i].text, one), rows[i].text, rows[i].message,
-                                 held, j.slot.classes, kinds, pair_same, limits, multi)
+            noted = [c for c in apart.get(i, []) if c.gives_note] if did in ("added", "replaced") else []
+            if noted:
+                shown[id(held[-1])] = _without_words(rows[i].text, [v for c in noted for v in c.value])
+            for c in noted + [c for c in apart.get(i, []) if c.act == "retracts"]:
+                if c.slot is None or c.slot not in j.slot.classes:
+                    continue
+                one = np.eye(len(j.slot.classes), dtype=slots.dtype)[j.slot.classes.index(c.slot)]
+                said_act = {a: float(a == ("retracts" if c.act == "retracts" else "states")) for a in j.act.classes}
+                at.update(label=c)
+                before = len(held)
+                judge.decide(judge.Answer(said_act, one, x[i], rows[i].text, one), rows[i].text, rows[i].message,
+                             held, j.slot.classes, kinds, pair_same, limits, multi)
+                if len(held) > before:
                     label_of[id(held[-1])] = c
                     shown[id(held[-1])] = " ".join(v.split("|")[0] for v in c.value)
         notes = [Note(id=str(k), user_id="u", kind=NoteKind(h.kind), text=shown.get(id(h)) or h.text, slot=h.slot,
@@ -301,8 +305,9 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
 
 
 def _apart(seqs: Sequence[corpus.Sequence], rows: Sequence[Row]) -> dict[int, list[corpus.Clause]]:
-    """Each piece's other note clauses (`simulate`'s "apart"): note clauses of its message with a slot of the
-    catalogue other than its own label's, without a piece of their own, whose value words are all in it."""
+    """Each piece's other note and retraction clauses (`simulate`'s "apart"): clauses of its message that give
+    a note or retract one, with a slot of the catalogue other than its own label's, without a piece of their
+    own, whose value words are all in it."""
     from hippograph.bench.extraction import matches
 
     slots = {s["slot"] for s in corpus.catalogue()["slots"]}
@@ -315,7 +320,7 @@ def _apart(seqs: Sequence[corpus.Sequence], rows: Sequence[Row]) -> dict[int, li
     for i, r in enumerate(rows):
         m = messages.get((r.sequence, r.message))
         for c in m.clauses if m is not None else []:
-            if (c.gives_note and c.slot in slots and c.value and id(c) not in own.get((r.sequence, r.message), set())
+            if ((c.gives_note or c.act == "retracts") and c.slot in slots and c.value and id(c) not in own.get((r.sequence, r.message), set())
                     and (r.label is None or c.slot != r.label.slot) and matches(r.text, c.value)):
                 out.setdefault(i, []).append(c)
     return out
