@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hippograph.bench.extraction import CaseFile, matches, score_sequence, summarise
+from hippograph.bench.extraction import CaseFile, CaseSequence, matches, score_sequence, summarise
 from hippograph.models import Note, NoteKind
 from hippograph.notes_model import corpus, judge, train
 from hippograph.notes_model.features import clause_rows
@@ -37,11 +37,6 @@ from hippograph.notes_model.features import clause_rows
 ROOT = Path(__file__).resolve().parents[1]
 AGREEMENT = ROOT / "bench" / "notes-agreement"
 ALL_RIGHT = frozenset({"act", "slot", "pair", "stated"})
-
-
-def _kind(entry: dict, kinds: dict[str, str]) -> NoteKind:
-    slot = entry.get("slot") or "other"
-    return NoteKind(entry.get("kind") or kinds.get(slot, "fact"))
 
 
 def _clause_of(seq: corpus.Sequence, keywords: Sequence[str], source: str | None) -> tuple[str, str | None]:
@@ -57,33 +52,38 @@ def _clause_of(seq: corpus.Sequence, keywords: Sequence[str], source: str | None
     return found
 
 
-def notes_of(seq: corpus.Sequence, kinds: dict[str, str]) -> list[Note]:
-    """The notes a labelling keeps at a sequence's end: its current entries, and what it replaced or retired in
-    the history."""
+def notes_of(seq: corpus.Sequence, case: CaseSequence) -> list[Note]:
+    """The notes a labelling keeps at a sequence's end (`case` is the sequence as a case, its entries with their
+    kinds): its current entries, and what it replaced or retired in the history."""
     now = datetime.now(UTC)
     notes = []
-    exp = seq.expected
-    for e in exp.get("current", []):
-        text, source = _clause_of(seq, e["keywords"], e.get("source"))
-        notes.append(Note(id=str(len(notes)), user_id="u", kind=_kind(e, kinds), text=text, slot=e.get("slot"),
-                          valid_at=now, source_episode_ids=[source] if source else [], confidence=1.0))
-    for e in exp.get("replaced", []) + exp.get("retired", []):
-        text, source = _clause_of(seq, e.get("old") or e["keywords"], None)
-        notes.append(Note(id=str(len(notes)), user_id="u", kind=_kind(e, kinds), text=text, slot=e.get("slot"),
-                          valid_at=now, invalid_at=now, source_episode_ids=[source] if source else [],
+    exp = case.expected
+    for e in exp.current:
+        text, source = _clause_of(seq, e.keywords, e.source)
+        notes.append(Note(id=str(len(notes)), user_id="u", kind=NoteKind(e.kind), text=text,
+                          slot=e.topic.partition(":")[0], valid_at=now, source_episode_ids=[source] if source else [],
                           confidence=1.0))
+    for old, entry in [(r.old, r) for r in exp.replaced] + [(r.keywords, r) for r in exp.retired]:
+        text, source = _clause_of(seq, old, None)
+        notes.append(Note(id=str(len(notes)), user_id="u", kind=NoteKind(entry.kind), text=text,
+                          slot=entry.topic.partition(":")[0], valid_at=now, invalid_at=now,
+                          source_episode_ids=[source] if source else [], confidence=1.0))
     return notes
 
 
-def agree(judged: list[corpus.Sequence], kept: list[corpus.Sequence], kinds: dict[str, str]) -> dict:
+def agree(judged: list[corpus.Sequence], kept: list[corpus.Sequence]) -> dict:
     """The notes of labelling `kept`, scored against labelling `judged` of the same sequences."""
     by_id = {s.id: s for s in kept}
-    cases = CaseFile.model_validate(corpus.as_cases(judged, "agreement"))
+    theirs = {c.id: c for c in _cases(kept).sequences}
     scored = []
-    for case in cases.sequences:
+    for case in _cases(judged).sequences:
         ids = {str(m.id): str(m.id) for s in case.sessions for m in s.messages if m.id}
-        scored.append({"id": case.id, **score_sequence(case, notes_of(by_id[case.id], kinds), ids)})
+        scored.append({"id": case.id, **score_sequence(case, notes_of(by_id[case.id], theirs[case.id]), ids)})
     return summarise(scored)
+
+
+def _cases(seqs: list[corpus.Sequence]) -> CaseFile:
+    return CaseFile.model_validate(corpus.as_cases(seqs, "agreement"))
 
 
 def measures(got: dict) -> dict:
@@ -100,7 +100,6 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     started = time.time()
     cat = corpus.catalogue()
-    kinds = {s["slot"]: s["kind"] for s in cat["slots"]}
     seqs, rows, x = train.build(list(corpus.corpus_files(train.DEFAULT_CORPUS)), args.cache)
     limits = judge.limits_of(judge.WEIGHTS)
     readers: dict[str, dict[str, list[corpus.Sequence]]] = {}
@@ -118,29 +117,24 @@ def main(argv: list[str]) -> int:
         at = [i for i, r in enumerate(rows) if r.sequence in ids]
         own_rows, own_x = [rows[i] for i in at], x[at]
         j = train._without({writer}, rows, x, multi, train.written(), train.HIDDEN)
-        kept: dict[str, tuple] = {"model, out of writer": ("model", None)}
+        gold = {}  # each labelling's labels on the same pieces as the writer's (the cut reads no label)
+        place = {(r.sequence, r.message, r.index): k for k, r in enumerate(own_rows)}
         for name, part in labellings.items():
-            kept[f"labels of {name}, all right"] = ("gold", part)
+            gold_rows = clause_rows(part, nlp)
+            gold[name] = (part, gold_rows, own_x[[place[(r.sequence, r.message, r.index)] for r in gold_rows]])
         found = {}
         for judged_name, judged in labellings.items():
+            found[(judged_name, "model, out of writer")] = train.simulate(j, judged, own_rows, own_x, limits)
             for name, labelling in labellings.items():
                 if name != judged_name:
-                    found[(judged_name, name)] = agree(judged, labelling, kinds)
-            for name, (how, part) in kept.items():
-                if how == "model":
-                    found[(judged_name, name)] = train.simulate(j, judged, own_rows, own_x, limits)
-                else:
-                    if part is None or name.startswith(f"labels of {judged_name},"):
-                        continue
-                    gold_rows = clause_rows(part, nlp)  # the same pieces as the writer's: the cut reads no label
-                    place = {(r.sequence, r.message, r.index): k for k, r in enumerate(own_rows)}
-                    gold_x = own_x[[place[(r.sequence, r.message, r.index)] for r in gold_rows]]
-                    found[(judged_name, name)] = _simulate_judged(j, part, judged, gold_rows, gold_x, limits)
+                    found[(judged_name, name)] = agree(judged, labelling)
+                    found[(judged_name, f"labels of {name}, all right")] = _simulate_judged(j, *gold[name], judged,
+                                                                                            limits)
         for (judged_name, name), got in found.items():
-            kind = _kind_of(judged_name, name, writer)
-            report["by writer"].setdefault(writer, {})[f"{name} judged by {judged_name}"] = measures(got)
-            pooled.setdefault(kind, []).append(measures(got))
-            print(writer, f"{name} judged by {judged_name}", measures(got), flush=True)
+            scores = measures(got)
+            report["by writer"].setdefault(writer, {})[f"{name} judged by {judged_name}"] = scores
+            pooled.setdefault(_kind_of(judged_name, name, writer), []).append(scores)
+            print(writer, f"{name} judged by {judged_name}", scores, flush=True)
     for kind, got in sorted(pooled.items()):
         report["pairs"][" judged by ".join(kind)] = {
             m: round(float(np.mean([g[m] for g in got if g[m] is not None])), 3) for m in got[0]} | {"n": len(got)}
@@ -162,8 +156,8 @@ def _kind_of(judged: str, name: str, writer: str) -> tuple[str, str]:
     return ("the writer" if name == writer else "a reader", by)
 
 
-def _simulate_judged(j: judge.Judgement, labelled: list[corpus.Sequence], judged: list[corpus.Sequence],
-                     gold_rows: list, x: np.ndarray, limits: judge.Thresholds) -> dict:
+def _simulate_judged(j: judge.Judgement, labelled: list[corpus.Sequence], gold_rows: list, x: np.ndarray,
+                     judged: list[corpus.Sequence], limits: judge.Thresholds) -> dict:
     """`labelled`'s labels in place of the models, judged by `judged`'s expected blocks."""
     expected = {s.id: s for s in judged}
     swapped = [corpus.Sequence(s.writer, s.id, s.description, expected[s.id].messages, expected[s.id].expected)

@@ -33,11 +33,7 @@ TRIES = {"models": frozenset(), "act right": frozenset({"act"}), "slot right": f
 
 def cut_apart(seqs: list[corpus.Sequence], rows: list) -> dict[str, float]:
     """How the writers' note clauses fare in the cut: without a piece of their own, or in several."""
-    count: dict[tuple[str, str], dict[int, int]] = {}
-    for r in rows:
-        if r.label is not None:
-            by = count.setdefault((r.sequence, r.message), {})
-            by[id(r.label)] = by.get(id(r.label), 0) + 1
+    count = train.pieces_of_clauses(rows)
     pieces = [count.get((s.id, m.id), {}).get(id(c), 0) for s in seqs for m in s.user_messages() for c in m.clauses
               if c.gives_note]
     return {"note clauses": len(pieces), "without a piece of their own": round(sum(p == 0 for p in pieces) / len(pieces), 3),

@@ -312,18 +312,27 @@ def _apart(seqs: Sequence[corpus.Sequence], rows: Sequence[Row]) -> dict[int, li
 
     slots = {s["slot"] for s in corpus.catalogue()["slots"]}
     messages = {(s.id, m.id): m for s in seqs for m in s.user_messages()}
-    own: dict[tuple[str, str], set[int]] = {}
-    for r in rows:
-        if r.label is not None:
-            own.setdefault((r.sequence, r.message), set()).add(id(r.label))
+    own = pieces_of_clauses(rows)
     out: dict[int, list[corpus.Clause]] = {}
     for i, r in enumerate(rows):
         m = messages.get((r.sequence, r.message))
         for c in m.clauses if m is not None else []:
-            if ((c.gives_note or c.act == "retracts") and c.slot in slots and c.value and id(c) not in own.get((r.sequence, r.message), set())
+            if ((c.gives_note or c.act == "retracts") and c.slot in slots and c.value
+                    and id(c) not in own.get((r.sequence, r.message), {})
                     and (r.label is None or c.slot != r.label.slot) and matches(r.text, c.value)):
                 out.setdefault(i, []).append(c)
     return out
+
+
+def pieces_of_clauses(rows: Sequence[Row]) -> dict[tuple[str, str], dict[int, int]]:
+    """Per message (sequence id, message id): how many pieces took each labelled clause's label (by the clause's
+    `id`). A clause missing here has no piece of its own: the cut joined it to another clause."""
+    count: dict[tuple[str, str], dict[int, int]] = {}
+    for r in rows:
+        if r.label is not None:
+            by = count.setdefault((r.sequence, r.message), {})
+            by[id(r.label)] = by.get(id(r.label), 0) + 1
+    return count
 
 
 def _without_words(text: str, words: Sequence[str]) -> str:
