@@ -295,11 +295,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         unknown = [m for m in methods if m not in locomo.METHODS]
         if unknown:
             raise InvalidInput(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(locomo.METHODS)}")
-        locomo.run(Path(args.data), args.budget, _out(args), workdir, args.conversations, methods, args.ablate,
-                   args.folds)
+        locomo.run([Path(d) for d in args.data], args.budget, _out(args), workdir, args.conversations, methods,
+                   args.ablate, args.folds)
     elif args.bench == "multihop":
         from hippograph.bench import multihop
 
+        if args.folds == "writers":
+            raise InvalidInput("--folds writers is for LoCoMo data; multihop takes a number of folds")
         multihop.run(args.dataset, Path(args.questions), Path(args.corpus), _out(args), workdir, args.limit,
                      args.ablate, args.folds)
     elif args.bench == "extraction":
@@ -336,11 +338,22 @@ def _out(args: argparse.Namespace) -> Path | None:
     return Path(args.out) if args.out else None
 
 
+def _folds(value: str) -> int | str:
+    if value == "writers":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of folds or 'writers', got {value!r}") from None
+
+
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="retrieval and scale benchmarks, with baselines in the same run")
     bs = b.add_subparsers(dest="bench", required=True)
     lo = bs.add_parser("locomo", help="evidence recall per LoCoMo category within a token budget")
-    lo.add_argument("--data", required=True, help="a LoCoMo JSON file (list of samples)")
+    lo.add_argument("--data", required=True, nargs="+",
+                    help="LoCoMo JSON files (lists of samples) or folders of them; each file, folder or sub-folder "
+                         "is one writer, reported apart (bench/conversations: one per sub-folder)")
     lo.add_argument("--budget", type=int, default=1000, help="tokens per context (default 1000)")
     lo.add_argument("--conversations", type=int, help="only the first N conversations")
     lo.add_argument("--methods", help="comma-separated subset of the methods (default: all)")
@@ -379,9 +392,10 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     for parser in (lo, mh):
         parser.add_argument("--ablate", action="store_true",
                             help="also run Hippograph with each retrieval route switched off, one at a time")
-        parser.add_argument("--folds", type=int, metavar="K",
+        parser.add_argument("--folds", type=_folds, metavar="K",
                             help="also choose the planner's tuned settings on K-1 folds and report them on the "
-                                 "K-th (LoCoMo: whole conversations; K >= conversations leaves one out)")
+                                 "K-th (LoCoMo: whole conversations; K >= conversations leaves one out; "
+                                 "'writers': leave one writer of --data out)")
     for parser in (lo, mh, sc, cc, ex):
         parser.add_argument("--extractor", choices=["spacy", "llm"],
                             help="extract with spaCy or with the LLM of HIPPOGRAPH_LLM__* (default: the configured one)")

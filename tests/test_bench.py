@@ -168,3 +168,42 @@ def test_locomo_folds_choose_on_other_conversations(tmp_path: Path, capsys: pyte
     data.write_text(json.dumps(locomo_sample()))
     assert main(["bench", "locomo", "--data", str(data), "--methods", "hippograph", "--folds", "2"]) == 2
     assert "--folds needs at least 2 folds of whole conversations" in capsys.readouterr().err
+
+
+def test_locomo_writers_are_reported_apart_and_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus"
+    for writer, sid in (("w1", "w1-c1"), ("w2", "w2-c1")):
+        (corpus / writer).mkdir(parents=True)
+        (corpus / writer / "c1.json").write_text(json.dumps([locomo_sample()[0] | {"sample_id": sid}]))
+    dev = tmp_path / "dev.json"
+    dev.write_text(json.dumps(locomo_sample()))
+    out = tmp_path / "report.json"
+    assert main(["bench", "locomo", "--data", str(dev), str(corpus), "--budget", "60",
+                 "--methods", "hippograph,bm25,dense", "--folds", "writers", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["writers"] == {"dev": ["conv-t"], "w1": ["w1-c1"], "w2": ["w2-c1"]}
+    assert set(report["per_writer"]) == {"dev", "w1", "w2"}
+    for writer, results in report["per_writer"].items():
+        assert set(results) == {"hippograph", "bm25", "dense"}
+        for category in ("single-hop", "multi-hop", "temporal", "open-domain", "overall"):
+            for baseline in ("bm25", "dense"):
+                lagging = results[baseline][category] > results["hippograph"][category]
+                assert lagging == ({"writer": writer, "category": category, "baseline": baseline,
+                                    "hippograph": results["hippograph"][category],
+                                    "score": results[baseline][category]} in report["behind"])
+    cv = report["cross_validation"]
+    assert cv["folds"] == 3 and cv["fold_writers"] == ["dev", "w1", "w2"]
+    assert cv["fold_members"] == [["conv-t"], ["w1-c1"], ["w2-c1"]]
+    printed = capsys.readouterr().out
+    assert "overall per writer" in printed and "3 folds by writer" in printed
+    (corpus / "w2" / "c1.json").write_text(json.dumps([locomo_sample()[0] | {"sample_id": "w1-c1"}]))
+    assert main(["bench", "locomo", "--data", str(corpus), "--methods", "hippograph"]) == 2
+    assert "used twice" in capsys.readouterr().err
+    assert main(["bench", "locomo", "--data", str(dev), "--methods", "hippograph", "--folds", "writers"]) == 2
+    assert "at least 2 writers" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["bench", "locomo", "--data", str(tmp_path / "empty")]) == 2
+    assert "no LoCoMo files" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bench", "locomo", "--data", str(dev), "--folds", "some"])
+    assert "a number of folds or 'writers'" in capsys.readouterr().err
