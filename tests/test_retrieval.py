@@ -119,3 +119,43 @@ def test_a_named_speaker_is_searched_in_what_they_said(service: Hippograph) -> N
     # nobody of that name has spoken: no such search
     _, _, _, trace = service.recall("pair", "What activities does Gina take part in?", overrides={"person_weight": 2.0})
     assert trace["people"] == []
+
+
+def test_each_route_records_its_rank_and_a_ranker_can_reorder(service: Hippograph) -> None:
+    from hippograph.planner.ranker import FEATURES, ROUTES, LinearRanker, ranking_features
+
+    _, _, cands, _ = service.recall("ana", "Where did Ana adopt her puppy?")
+    assert all(c.ranks for c in cands)  # every candidate was ranked by some route
+    reply = next(c for c in cands if c.source_ids == ["m4"])
+    assert "reply" in reply.ranks and reply.ranks["hybrid"] >= 0
+    rows = ranking_features(cands, "Where did Ana adopt her puppy?", [], {})
+    assert rows.shape == (len(cands), len(FEATURES))
+    assert rows[0, FEATURES.index("fused")] == 1.0  # the first in the hand-set order
+    # a ranker that knows only recency puts the newest message first
+    newest = [0.0] * len(FEATURES)
+    newest[FEATURES.index("newest")] = 1.0
+    ones = [1.0] * len(FEATURES)
+    service.retriever.rankers["newest"] = LinearRanker([0.0] * len(FEATURES), ones, newest, 0.0)
+    _, _, ordered, trace = service.recall("ana", "Where did Ana adopt her puppy?", overrides={"ranker": "newest"})
+    assert trace["ranker"] == "newest"
+    stamps = [c.timestamp for c in ordered]
+    assert stamps == sorted(stamps, reverse=True) and len(ordered) == len(cands)
+    assert len(ROUTES) < len(FEATURES)
+
+
+def test_a_ranker_is_saved_and_read_back_and_refuses_other_features(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from hippograph.planner.ranker import FEATURES, LinearRanker
+
+    n = len(FEATURES)
+    ranker = LinearRanker(list(range(n)), [2.0] * n, [0.5] * n, -1.0, about={"writers": ["w1"]})
+    path = tmp_path / "r.json"
+    ranker.save(path)
+    import json
+
+    back = LinearRanker.from_dict(json.loads(path.read_text()))
+    rows = np.arange(2 * n, dtype=np.float32).reshape(2, n)
+    assert np.allclose(back(rows), ranker(rows)) and back.about == {"writers": ["w1"]}
+    with pytest.raises(ValueError, match="train it again"):
+        LinearRanker.from_dict({**ranker.as_dict(), "features": ["other"]})

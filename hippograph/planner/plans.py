@@ -43,6 +43,9 @@ class Plan:
     link_threshold: float = 0.0
     synonym_threshold: float = 0.0
     dated: bool = False  # render dates on the session's messages too
+    # order the candidates by a learned ranker ("learned": the packaged one) instead of the hand-set
+    # weighted sum of the routes' reciprocal ranks; "" keeps the sum
+    ranker: str = ""
     steps: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:

@@ -23,6 +23,7 @@ from hippograph.graph.schema import normalise
 from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, VectorHit
 from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
+from hippograph.planner.ranker import LinearRanker, ranking_features
 from hippograph.records import episode_text
 from hippograph.vectors.base import SparseVec, VectorFilter, embed_query
 from hippograph.vectors.indexer import Indexer
@@ -49,6 +50,7 @@ class Candidate:
     via: list[str] = field(default_factory=list)
     session_id: str | None = None
     message: bool = True  # a message (its relative dates are shown resolved), not a document or note
+    ranks: dict[str, int] = field(default_factory=dict)  # each route's best (0-based) rank of it
 
 
 def rank_score(rank: int) -> float:
@@ -87,6 +89,7 @@ def _credit(found: dict[str, Candidate], ranked: Iterable[Candidate | None], rou
         elif route not in got.via:
             got.via.append(route)
         got.score += weight * rank_score(rank)
+        got.ranks[route] = min(got.ranks.get(route, rank), rank)
     return new
 
 
@@ -106,6 +109,7 @@ class Retriever:
         self.indexer = indexer
         self.phrases = phrases
         self.names = NameVectors(indexer.embedder)  # entity names embedded once, for the graph by meaning
+        self.rankers: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
 
     def recall(
         self, plan: Plan, user_id: str, query: str, exclude_ids: set[str], dense: Sequence[float] | None = None,
@@ -130,8 +134,9 @@ class Retriever:
                 found = {h.id: _from_hit(h, plan.recall_mode) for h in hits if h.id not in exclude_ids}
                 sparse = fed
             trace["feedback_terms"] = terms
-        if plan.recall_mode != "hybrid":  # dense or lexical scores are not on the fused scale
-            for rank, c in enumerate(found.values()):
+        for rank, c in enumerate(found.values()):
+            c.ranks[plan.recall_mode] = rank
+            if plan.recall_mode != "hybrid":  # dense or lexical scores are not on the fused scale
                 c.score = rank_score(rank)
         trace["recall"] = len(found)
         if plan.derived_weight or plan.notes_limit:
@@ -153,7 +158,41 @@ class Retriever:
             _credit(found, ranked, "graph", plan.graph_weight)
         if plan.reply_weight:
             trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
-        return sorted(found.values(), key=lambda c: -c.score), trace
+        ranked = sorted(found.values(), key=lambda c: -c.score)
+        if plan.ranker and ranked:
+            ranked = self._rerank(plan.ranker, query, dense, windows or date_windows(query), ranked)
+            trace["ranker"] = plan.ranker
+        return ranked, trace
+
+    def ranker(self, name: str) -> Callable[[np.ndarray], np.ndarray]:
+        """The ranker of that name: one set on `rankers` (a benchmark's, trained on other data), or the
+        packaged one ("learned")."""
+        if name not in self.rankers:
+            if name != "learned":
+                raise ValueError(f"no ranker named {name!r}")
+            self.rankers[name] = LinearRanker.packaged()
+        return self.rankers[name]
+
+    def _rerank(self, name: str, query: str, dense: Sequence[float] | None,
+                windows: list[tuple[datetime, datetime]], ranked: list[Candidate]) -> list[Candidate]:
+        """The candidates ordered by a learned ranker over each one's route ranks and traits instead of
+        the hand-weighted sum: `ranking_features` says which."""
+        cosines = self.cosines(dense, [c.id for c in ranked])
+        scores = self.ranker(name)(ranking_features(ranked, query, windows, cosines))
+        for c, score in zip(ranked, scores, strict=True):
+            c.score = float(score)
+        return sorted(ranked, key=lambda c: -c.score)
+
+    def cosines(self, dense: Sequence[float] | None, ids: Sequence[str]) -> dict[str, float]:
+        """Each stored message's cosine with the query (vectors are unit length); none without a query vector."""
+        if dense is None or not ids:
+            return {}
+        stored = self.indexer.store.dense_vectors(list(ids))
+        if not stored:
+            return {}
+        keys = list(stored)
+        matrix = np.asarray([stored[k] for k in keys], dtype=np.float32)
+        return dict(zip(keys, (matrix @ np.asarray(dense, dtype=np.float32)).tolist(), strict=True))
 
     def _feedback(self, plan: Plan, query: SparseVec, ranked: list[Candidate]) -> tuple[SparseVec, int]:
         """The lexical query with the terms of pseudo-relevance feedback (RM3): each term of the best
@@ -276,7 +315,7 @@ class Retriever:
         asking = [c for c in sorted(found.values(), key=lambda c: -c.score)[: plan.recall_limit] if "?" in c.text]
         after = self.graph.next_episodes(user_id, [c.id for c in asking])
         brought = 0
-        for c in asking:
+        for rank, c in enumerate(asking):
             reply = after.get(c.id)
             if reply is None or reply.id in exclude_ids or reply.kind.value != "message":
                 continue
@@ -287,6 +326,7 @@ class Retriever:
             elif "reply" not in got.via:
                 got.via.append("reply")
             got.score += plan.reply_weight * c.score
+            got.ranks["reply"] = min(got.ranks.get("reply", rank), rank)
         return brought
 
     def link_entities(self, user_id: str, query: str, threshold: float = 0.0) -> list[Entity]:
