@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hippograph.auth import DEFAULT_TENANT
+from hippograph.bench.common import ABLATIONS
 from hippograph.config import Settings
 from hippograph.datasets import Batch, load_batches
 from hippograph.errors import HippographError, InvalidInput
@@ -292,9 +293,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.budget < 1:
             raise InvalidInput(f"--budget must be a positive number of tokens, got {args.budget}")
         methods = tuple(args.methods.split(",")) if args.methods else locomo.METHODS
-        unknown = [m for m in methods if m not in locomo.METHODS]
+        unknown = [m for m in methods if m not in locomo.METHODS and m not in ABLATIONS]
         if unknown:
-            raise InvalidInput(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(locomo.METHODS)}")
+            raise InvalidInput(f"--methods: unknown {', '.join(unknown)}; choose from "
+                               f"{', '.join([*locomo.METHODS, *ABLATIONS])}")
         locomo.run([Path(d) for d in args.data], args.budget, _out(args), workdir, args.conversations, methods,
                    args.ablate, args.folds)
     elif args.bench == "multihop":

@@ -159,3 +159,15 @@ def test_a_ranker_is_saved_and_read_back_and_refuses_other_features(tmp_path) ->
     assert np.allclose(back(rows), ranker(rows)) and back.about == {"writers": ["w1"]}
     with pytest.raises(ValueError, match="train it again"):
         LinearRanker.from_dict({**ranker.as_dict(), "features": ["other"]})
+
+
+def test_the_entity_route_walks_from_a_named_thing_to_the_messages_that_mention_it(service: Hippograph) -> None:
+    query = "Which animal came from Porto?"
+    _, _, off, trace_off = service.recall("ana", query)
+    assert "entities" not in trace_off
+    _, _, cands, trace = service.recall("ana", query, overrides={"entity_weight": 0.5})
+    assert trace["entities"] == ["Porto"]
+    walked = [c for c in cands if "entity" in c.via]
+    assert [c.source_ids for c in walked] == [["m4"]]  # the one message that mentions Porto
+    before = next(c.score for c in off if c.source_ids == ["m4"])
+    assert walked[0].score > before and walked[0].ranks["entity"] == 0

@@ -30,6 +30,10 @@ class Plan:
     prf_terms: int = 0
     prf_docs: int = 5
     prf_weight: float = 0.5
+    # the entity route, a walk of one step in the graph: the entities the question names (exact name or
+    # alias) -> the messages that MENTION each, searched for the question and weighing `entity_weight`
+    # (0: off; measured writer by writer, see BENCHMARKS.md)
+    entity_weight: float = 0.0
     graph: bool = False  # link query entities into the graph and spread rank over it
     graph_limit: int = 30  # episodes the graph route contributes
     graph_facts: int = 10  # relations of the query's entities reported (their episodes lead the graph route)

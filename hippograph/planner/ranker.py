@@ -23,7 +23,7 @@ from typing import Protocol
 import numpy as np
 
 #: the routes whose ranks are features (the recall's mode names its own route)
-ROUTES = ("hybrid", "dense", "lexical", "derived", "person", "dated", "expansion", "graph", "reply")
+ROUTES = ("hybrid", "dense", "lexical", "derived", "person", "entity", "dated", "expansion", "graph", "reply")
 FEATURES = (*(f"rank_{r}" for r in ROUTES), "fused", "cosine", "overlap", "in_window", "newest", "asks",
             "words", "speaker_named")
 PACKAGED = "ranker.json"

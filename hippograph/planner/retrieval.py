@@ -144,6 +144,8 @@ class Retriever:
                                                              exclude_ids)
         if plan.person_weight:
             trace["people"] = self._people(plan, user_id, query, found, exclude_ids)
+        if plan.entity_weight:
+            trace["entities"] = self._entities(plan, user_id, query, dense, sparse, found, exclude_ids)
         windows = date_windows(query) if plan.dated_weight else []
         if windows:
             trace["dated"] = self._dated(plan, user_id, query, dense, sparse, windows, found, exclude_ids)
@@ -262,6 +264,25 @@ class Retriever:
             _credit(found, (_from_hit(h, "person") for h in hits if h.id not in exclude_ids), "person",
                     plan.person_weight)
         return people
+
+    def _entities(
+        self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, sparse: SparseVec | None,
+        found: dict[str, Candidate], exclude_ids: set[str],
+    ) -> list[str]:
+        """The entities the question names, walked to the messages that mention them (the graph's
+        MENTIONS, on either store): for each (the rarest first, at most `PEOPLE_LIMIT`), those messages
+        are searched for the question and weigh `plan.entity_weight`, so that what is said about a thing
+        the question names rises even when other words of the question match elsewhere."""
+        seeds = [e for e in self.link_entities(user_id, query) if not e.is_user]
+        mentions = self.graph.mentions_of(user_id, [e.id for e in seeds])
+        walked = sorted((e for e in seeds if mentions.get(e.id)), key=lambda e: len(mentions[e.id]))[:PEOPLE_LIMIT]
+        for ent in walked:
+            flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], ids=mentions[ent.id])
+            hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense,
+                                       sparse_vector=sparse)
+            _credit(found, (_from_hit(h, "entity") for h in hits if h.id not in exclude_ids), "entity",
+                    plan.entity_weight)
+        return [e.name for e in walked]
 
     def _dated(
         self, plan: Plan, user_id: str, query: str, dense: Sequence[float] | None, sparse: SparseVec | None,
