@@ -103,11 +103,12 @@ def test_overrides_switch_a_route_off(service: Hippograph) -> None:
 
 
 def test_a_named_speaker_is_searched_in_what_they_said(service: Hippograph) -> None:
+    # the route's weight in the hand-set sum (the learned ranker gives the person route no weight)
     question = "What activities does melanie take part in?"
-    _, _, without, trace = service.recall("pair", question, overrides={"person_weight": 0.0})
+    _, _, without, trace = service.recall("pair", question, overrides={"person_weight": 0.0, "ranker": ""})
     assert "people" not in trace
     assert {c.source_ids[0] for c in without[:2]} != {"g0", "g2"}  # the whole question is closer to her friend's
-    _, _, cands, trace = service.recall("pair", question, overrides={"person_weight": 2.0})
+    _, _, cands, trace = service.recall("pair", question, overrides={"person_weight": 2.0, "ranker": ""})
     assert trace["people"] == ["Melanie"]
     said_by_her = {"g0", "g2"}
     rank = {c.source_ids[0]: i for i, c in enumerate(cands)}
@@ -163,11 +164,28 @@ def test_a_ranker_is_saved_and_read_back_and_refuses_other_features(tmp_path) ->
 
 def test_the_entity_route_walks_from_a_named_thing_to_the_messages_that_mention_it(service: Hippograph) -> None:
     query = "Which animal came from Porto?"
-    _, _, off, trace_off = service.recall("ana", query)
+    _, _, off, trace_off = service.recall("ana", query, overrides={"ranker": ""})  # the route's weight in the sum
     assert "entities" not in trace_off
-    _, _, cands, trace = service.recall("ana", query, overrides={"entity_weight": 0.5})
+    _, _, cands, trace = service.recall("ana", query, overrides={"entity_weight": 0.5, "ranker": ""})
     assert trace["entities"] == ["Porto"]
     walked = [c for c in cands if "entity" in c.via]
     assert [c.source_ids for c in walked] == [["m4"]]  # the one message that mentions Porto
     before = next(c.score for c in off if c.source_ids == ["m4"])
     assert walked[0].score > before and walked[0].ranks["entity"] == 0
+
+
+def test_the_packaged_ranker_orders_the_plans_candidates(service: Hippograph) -> None:
+    from hippograph.planner.plans import PLANS
+    from hippograph.planner.ranker import FEATURES, LinearRanker
+
+    assert {p.ranker for p in PLANS.values()} == {"learned"}
+    packaged = LinearRanker.packaged()
+    assert len(packaged.weights) == len(FEATURES) and len(packaged.about["writers"]) >= 2
+    _, _, summed, _ = service.recall("ana", "Where did Ana adopt her puppy?", overrides={"ranker": ""})
+    _, _, learned, trace = service.recall("ana", "Where did Ana adopt her puppy?")
+    assert trace["ranker"] == "learned"
+    assert {c.id for c in learned} == {c.id for c in summed}  # the same candidates, ordered otherwise
+    scores = [c.score for c in learned]
+    assert scores == sorted(scores, reverse=True)
+    assert learned[0].source_ids == ["m4"]  # the answer, as the sum had it too
+    assert summed[0].source_ids == ["m4"]

@@ -35,11 +35,12 @@ OUT = Path(__file__).resolve().parent / PACKAGED
 #: the inverse regularisation of the logistic regression
 C = 1.0
 METHODS = ("hand-set", "learned", "bm25+dense")
+HAND_SET = {"ranker": ""}  # the plans with the weighted sum of reciprocal ranks, as the ranker is trained on
 
 
 def candidate_rows(service: Hippograph, q: Question) -> tuple[np.ndarray, np.ndarray]:
     """The question's candidates as the plan recalls them (hand-set order): features and labels."""
-    _, _, cands, _ = service.recall(q.user_id, q.text)
+    _, _, cands, _ = service.recall(q.user_id, q.text, overrides=HAND_SET)
     if not cands:
         return np.zeros((0, len(FEATURES)), dtype=np.float32), np.zeros(0, dtype=np.int8)
     cosines = service.retriever.cosines(_query_vector(service, q.text), [c.id for c in cands])
@@ -152,7 +153,7 @@ def measure(service: Hippograph, questions: list[Question], rows: list[np.ndarra
                     hits = ranked_episodes(service, q.user_id, q.text, "hybrid", limit=80)
                     text, _ = pack([turn_line(h.text, h.timestamp) for h in hits], service.counter, args.budget)
                 else:
-                    overrides = {"ranker": "fold"} if method == "learned" else None
+                    overrides = {"ranker": "fold"} if method == "learned" else HAND_SET
                     text = service.context(q.user_id, q.text, token_budget=args.budget, overrides=overrides).context
                 got[method].setdefault(q.group, []).append(recall(q.evidence, text))
         out[writer] = {m: {**{g: round(100 * statistics.mean(v), 1) for g, v in by.items()},
