@@ -56,21 +56,20 @@ def ranking_features(cands: Sequence[Ranked], query: str, windows: Sequence[tupl
     newest = np.empty(len(cands), dtype=np.float32)
     for place, i in enumerate(by_time):
         newest[i] = place / max(1, len(cands) - 1)
-    rows = np.zeros((len(cands), len(FEATURES)), dtype=np.float32)
+    rows = []
     for i, c in enumerate(cands):
         words = content_words(c.text)
-        rows[i, : len(ROUTES)] = [_gain(c.ranks.get(r)) for r in ROUTES]
-        rows[i, len(ROUTES):] = [
-            _gain(i),
-            cosines.get(c.id, 0.0),
-            len(asked & words) / len(asked) if asked else 0.0,
-            float(any(a <= c.timestamp < b for a, b in windows)),
-            newest[i],
-            float("?" in c.text),
-            math.log1p(len(c.text.split())),
-            float(bool(speaker) and speaker in named) if (speaker := _speaker(c.text)) else 0.0,
-        ]
-    return rows
+        speaker = _speaker(c.text)
+        rows.append([*(_gain(c.ranks.get(r)) for r in ROUTES),
+                     _gain(i),
+                     cosines.get(c.id, 0.0),
+                     len(asked & words) / len(asked) if asked else 0.0,
+                     float(any(a <= c.timestamp < b for a, b in windows)),
+                     newest[i],
+                     float("?" in c.text),
+                     math.log1p(len(c.text.split())),
+                     float(bool(speaker) and speaker in named)])
+    return np.asarray(rows, dtype=np.float32).reshape(len(cands), len(FEATURES))
 
 
 def _speaker(text: str) -> str:

@@ -162,7 +162,7 @@ class Retriever:
             trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
         ranked = sorted(found.values(), key=lambda c: -c.score)
         if plan.ranker and ranked:
-            ranked = self._rerank(plan.ranker, query, dense, windows or date_windows(query), ranked)
+            ranked = self._rerank(plan.ranker, user_id, query, dense, windows or date_windows(query), ranked)
             trace["ranker"] = plan.ranker
         return ranked, trace
 
@@ -175,26 +175,24 @@ class Retriever:
             self.rankers[name] = LinearRanker.packaged()
         return self.rankers[name]
 
-    def _rerank(self, name: str, query: str, dense: Sequence[float] | None,
+    def _rerank(self, name: str, user_id: str, query: str, dense: Sequence[float] | None,
                 windows: list[tuple[datetime, datetime]], ranked: list[Candidate]) -> list[Candidate]:
         """The candidates ordered by a learned ranker over each one's route ranks and traits instead of
         the hand-weighted sum: `ranking_features` says which."""
-        cosines = self.cosines(dense, [c.id for c in ranked])
+        cosines = self.cosines(dense, [c.id for c in ranked], user_id)
         scores = self.ranker(name)(ranking_features(ranked, query, windows, cosines))
         for c, score in zip(ranked, scores, strict=True):
             c.score = float(score)
         return sorted(ranked, key=lambda c: -c.score)
 
-    def cosines(self, dense: Sequence[float] | None, ids: Sequence[str]) -> dict[str, float]:
-        """Each stored message's cosine with the query (vectors are unit length); none without a query vector."""
+    def cosines(self, dense: Sequence[float] | None, ids: Sequence[str], user_id: str) -> dict[str, float]:
+        """Each of these messages' cosine with the query, from a dense search among them alone (the store
+        scores only those points; fetching their vectors to multiply here took twice as long); none without
+        a query vector."""
         if dense is None or not ids:
             return {}
-        stored = self.indexer.store.dense_vectors(list(ids))
-        if not stored:
-            return {}
-        keys = list(stored)
-        matrix = np.asarray([stored[k] for k in keys], dtype=np.float32)
-        return dict(zip(keys, (matrix @ np.asarray(dense, dtype=np.float32)).tolist(), strict=True))
+        flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], ids=list(ids))
+        return {h.id: h.score for h in self.indexer.search(flt, "", len(ids), mode="dense", dense_vector=dense)}
 
     def _feedback(self, plan: Plan, query: SparseVec, ranked: list[Candidate]) -> tuple[SparseVec, int]:
         """The lexical query with the terms of pseudo-relevance feedback (RM3): each term of the best

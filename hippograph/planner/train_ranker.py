@@ -43,7 +43,7 @@ def candidate_rows(service: Hippograph, q: Question) -> tuple[np.ndarray, np.nda
     _, _, cands, _ = service.recall(q.user_id, q.text, overrides=HAND_SET)
     if not cands:
         return np.zeros((0, len(FEATURES)), dtype=np.float32), np.zeros(0, dtype=np.int8)
-    cosines = service.retriever.cosines(_query_vector(service, q.text), [c.id for c in cands])
+    cosines = service.retriever.cosines(_query_vector(service, q.text), [c.id for c in cands], q.user_id)
     rows = ranking_features(cands, q.text, date_windows(q.text), cosines)
     labels = np.asarray([any(e in norm(c.text) for e in q.evidence) for c in cands], dtype=np.int8)
     return rows, labels
