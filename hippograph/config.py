@@ -153,6 +153,9 @@ class ContextSettings(BaseModel):
     recent_messages: int = Field(10, ge=0, le=500)
     memory_hits: int = Field(12, ge=0, le=200)
     tokenizer: str = "cl100k_base"
+    ranker: Literal["", "learned"] = Field(
+        "", description="'learned': order each plan's candidates with the packaged learned ranker instead of "
+                        "the weighted sum of the routes' reciprocal ranks ('')")
 
 
 class SessionSettings(BaseModel):

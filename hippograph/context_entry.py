@@ -54,7 +54,7 @@ class ContextEntry:
     ) -> tuple[Plan, str, list[Candidate], dict]:
         """The plan for the query, why it was chosen, and the user's messages and documents ranked by it
         (best first) with a trace of each step."""
-        plan, reason = _choose(query, plan_name, overrides)
+        plan, reason = _choose(query, plan_name, self._ranked(overrides))
         if not self.graph.user_exists(user_id):
             return plan, reason, [], {}
         cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids or set())
@@ -71,7 +71,7 @@ class ContextEntry:
         known = self.graph.user_exists(user_id)
         if known:
             self.sessions.expire(user_id)
-        plan, reason = _choose(query, plan_name, overrides)
+        plan, reason = _choose(query, plan_name, self._ranked(overrides))
         draft = Draft(dated=plan.dated)
         everything = self.graph.session_episodes(user_id, session_id) if (known and session_id) else []
         session = [e for e in everything if e.kind == EpisodeKind.message]
@@ -108,6 +108,12 @@ class ContextEntry:
                      "messages_left_out": draft.gap_before_recent, "tokenizer": self.counter.name}
         return ContextResult(context=text, sections=draft.items, items=items, plan=plan_info, tokens=tokens,
                              token_budget=budget)
+
+    def _ranked(self, overrides: dict | None) -> dict | None:
+        """The overrides with the configured ranker, unless they name one themselves."""
+        if not self.context_settings.ranker or (overrides and "ranker" in overrides):
+            return overrides
+        return {**(overrides or {}), "ranker": self.context_settings.ranker}
 
     def _message_item(self, e: Episode, section: str, now: datetime) -> ContextItem:
         text = observation_text(e, now) if e.role == Role.tool else episode_text(e)

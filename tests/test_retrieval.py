@@ -178,14 +178,28 @@ def test_the_packaged_ranker_orders_the_plans_candidates(service: Hippograph) ->
     from hippograph.planner.plans import PLANS
     from hippograph.planner.ranker import FEATURES, LinearRanker
 
-    assert {p.ranker for p in PLANS.values()} == {"learned"}
+    assert {p.ranker for p in PLANS.values()} == {""}  # on by HIPPOGRAPH_CONTEXT__RANKER (below)
     packaged = LinearRanker.packaged()
     assert len(packaged.weights) == len(FEATURES) and len(packaged.about["writers"]) >= 2
-    _, _, summed, _ = service.recall("ana", "Where did Ana adopt her puppy?", overrides={"ranker": ""})
-    _, _, learned, trace = service.recall("ana", "Where did Ana adopt her puppy?")
+    _, _, summed, trace = service.recall("ana", "Where did Ana adopt her puppy?")
+    assert "ranker" not in trace
+    _, _, learned, trace = service.recall("ana", "Where did Ana adopt her puppy?", overrides={"ranker": "learned"})
     assert trace["ranker"] == "learned"
     assert {c.id for c in learned} == {c.id for c in summed}  # the same candidates, ordered otherwise
     scores = [c.score for c in learned]
     assert scores == sorted(scores, reverse=True)
     assert learned[0].source_ids == ["m4"]  # the answer, as the sum had it too
     assert summed[0].source_ids == ["m4"]
+
+
+def test_the_setting_turns_the_learned_ranker_on_for_every_block(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from hippograph.config import ContextSettings, Settings
+
+    settings = Settings().model_copy(update={"context": ContextSettings(ranker="learned")})
+    with bench_service(tmp_path / "d", settings) as svc:
+        svc.remember("bo", "s1", None, [MessageIn(id="b1", role=Role.user, content="My bike is a red Gazelle.",
+                                                  timestamp=T0)])
+        res = svc.context("bo", "What bike do I ride?", token_budget=300)
+        assert res.plan["ranker"] == "learned" and res.plan["trace"]["ranker"] == "learned"
+        assert "red Gazelle" in res.context
+        assert svc.context("bo", "What bike do I ride?", overrides={"ranker": ""}).plan["ranker"] == ""

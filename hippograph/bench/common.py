@@ -29,7 +29,7 @@ RANKED_BASELINES = {"bm25": "lexical", "dense": "dense", "bm25+dense": "hybrid"}
 #: with --ablate: Hippograph with one route switched off (plan parameters overridden), same stores; a
 #: route the default plans leave out ("+") is switched on instead
 ABLATIONS: dict[str, dict[str, object]] = {
-    "hippograph -learned ranker": {"ranker": ""},
+    "hippograph +learned ranker": {"ranker": "learned"},
     "hippograph -replies": {"reply_weight": 0.0},
     "hippograph -second hop": {"expand_hits": 0},
     "hippograph -named dates": {"dated_weight": 0.0},

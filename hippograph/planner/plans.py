@@ -49,8 +49,9 @@ class Plan:
     dated: bool = False  # render dates on the session's messages too
     # order the candidates by a learned ranker ("learned": the packaged one) instead of the hand-set
     # weighted sum of the routes' reciprocal ranks ("": the sum). Measured writer by writer, each writer's
-    # questions ordered by a ranker trained without that writer, it gained on 8 of 9 writers (BENCHMARKS.md)
-    ranker: str = "learned"
+    # questions ordered by a ranker trained without that writer, it gained on 8 of 9 writers but not on
+    # LoCoMo's, at 13 ms more per block at 100k memories (BENCHMARKS.md): on with HIPPOGRAPH_CONTEXT__RANKER
+    ranker: str = ""
     steps: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:
