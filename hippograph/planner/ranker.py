@@ -4,9 +4,9 @@ Every route that finds a message ranks it; the hand-set fusion adds up reciproca
 per route (`Plan.*_weight`). A ranker instead scores each candidate from its features: the rank each
 route gave it, its cosine with the question, the share of the question's words it holds, whether it
 falls in a time the question names, how recent it is among the candidates, whether it asks something,
-its length, whether its speaker is named in the question, and its place in the hand-set order. The packaged ranker is a logistic regression trained on
-which candidates were evidence in conversations of many writers (`hippograph.planner.train_ranker`);
-at query time it is a dot product.
+its length, whether its speaker is named in the question, and its place in the hand-set order. The
+packaged ranker is a logistic regression trained on which candidates were evidence in conversations of
+many writers (`hippograph.planner.train_ranker`); at query time it is a dot product.
 """
 
 from __future__ import annotations

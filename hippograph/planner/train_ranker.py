@@ -17,6 +17,7 @@ the same numbers for the same data.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ from hippograph.datasets import locomo_batches
 from hippograph.planner.dates import date_windows
 from hippograph.planner.ranker import FEATURES, PACKAGED, LinearRanker, ranking_features
 from hippograph.service import Hippograph
+from hippograph.vectors.base import embed_query
 
 OUT = Path(__file__).resolve().parent / PACKAGED
 #: the inverse regularisation of the logistic regression
@@ -43,16 +45,11 @@ def candidate_rows(service: Hippograph, q: Question) -> tuple[np.ndarray, np.nda
     _, _, cands, _ = service.recall(q.user_id, q.text, overrides=HAND_SET)
     if not cands:
         return np.zeros((0, len(FEATURES)), dtype=np.float32), np.zeros(0, dtype=np.int8)
-    cosines = service.retriever.cosines(_query_vector(service, q.text), [c.id for c in cands], q.user_id)
+    cosines = service.retriever.cosines(embed_query(service.indexer.embedder, q.text), [c.id for c in cands],
+                                        q.user_id)
     rows = ranking_features(cands, q.text, date_windows(q.text), cosines)
     labels = np.asarray([any(e in norm(c.text) for e in q.evidence) for c in cands], dtype=np.int8)
     return rows, labels
-
-
-def _query_vector(service: Hippograph, text: str) -> list[float]:
-    from hippograph.vectors.base import embed_query
-
-    return embed_query(service.indexer.embedder, text)
 
 
 def fit_linear(rows: np.ndarray, labels: np.ndarray, weights: np.ndarray, about: dict | None = None) -> LinearRanker:
@@ -95,8 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     samples, writers = load_samples(args.data)
     questions, _ = load_questions(samples, writers)
     questions = [q for q in questions if q.group in SCORED]
-    import json
-
     with bench_service(args.workdir) as service:
         batches = locomo_batches(samples)
         for i, b in enumerate(batches):
