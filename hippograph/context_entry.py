@@ -11,7 +11,6 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from hippograph.config import ContextSettings, SessionSettings
-from hippograph.dates import with_dates
 from hippograph.graph.base import GraphStore
 from hippograph.lifecycle import SessionKeeper, covered_through, stored_summary, summary_lines
 from hippograph.models import Episode, EpisodeKind, MemoryKind, Role, utcnow
@@ -58,7 +57,7 @@ class ContextEntry:
         if not self.graph.user_exists(user_id):
             return plan, reason, [], {}
         cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids or set())
-        return plan, reason, _dedupe(cands), trace
+        return plan, reason, cands, trace
 
     # --- the context block ---------------------------------------------------------------------
     @for_user
@@ -100,7 +99,7 @@ class ContextEntry:
                                                 provenance=[client[ep] for ep in latest[n.id] if ep in client])
                                     for n in notes]
             outdated = self._outdated_episodes(user_id, [c.id for c in cands])
-            draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id)) for c in _dedupe(cands)]
+            draft.items["memories"] = [self._memory_item(user_id, c, outdated.get(c.id)) for c in cands]
         draft.items["query"] = [ContextItem(id="query", section="query", kind="query", text=query)]
         text, tokens = fit(draft, self.counter, budget)
         items = [i for s in draft.items.values() for i in s]
@@ -122,7 +121,7 @@ class ContextEntry:
 
     def _memory_item(self, user_id: str, c: Candidate, outdated: str | None) -> ContextItem:
         prov = self._hit_provenance(user_id, MemoryKind(c.kind), c.source_ids)
-        text = with_dates(c.text, c.timestamp) if c.message else c.text
+        text = c.shown_text()
         text = f"{text} [{outdated}]" if outdated else text
         return ContextItem(id=c.id, section="memories", kind=c.kind, text=text, score=round(c.score, 6),
                            timestamp=c.timestamp, provenance=prov, via=c.via)
@@ -175,13 +174,3 @@ def _choose(query: str, plan_name: str | None, overrides: dict | None = None) ->
     plan, reason = (PLANS[plan_name], "requested") if plan_name else choose_plan(query)
     return (dataclasses.replace(plan, **overrides), reason) if overrides else (plan, reason)
 
-
-def _dedupe(cands: list[Candidate]) -> list[Candidate]:
-    """One item per text: a message repeated word for word is shown once."""
-    out: list[Candidate] = []
-    texts: set[str] = set()
-    for c in cands:
-        if c.text.lower() not in texts:
-            texts.add(c.text.lower())
-            out.append(c)
-    return out

@@ -13,6 +13,8 @@ from hippograph.models import Episode, EpisodeKind, MemoryKind, Note, Relation, 
 from hippograph.vectors.indexer import Indexer
 
 DOCUMENT_CHUNK_CHARS = 1200
+#: the field of a message's vector record that keeps what its relative dates mean (`dates.dates_said`)
+DATES_FIELD = "dates"
 
 
 def episode_text(ep: Episode) -> str:
@@ -75,11 +77,15 @@ def lemma_words(indexer: Indexer, episodes: Sequence[Episode],
 def episode_record(e: Episode, lemmas: str = "") -> VectorRecord:
     """A message is also searched by the dates its relative ones mean ("yesterday" said on 8 May 2023:
     7 May 2023), and an episode by its `lemmas` (`lemma_words`); by words only: the embedding is of what
-    was said."""
-    dates = dates_said(e.content, e.timestamp) if e.kind == EpisodeKind.message else ""
+    was said. A message's record keeps those dates (`DATES_FIELD`, "" for none), so that a context block
+    shows them without reading the message again."""
+    extra: dict[str, str] = episode_extra(e)
+    dates = ""
+    if e.kind == EpisodeKind.message:
+        dates = extra[DATES_FIELD] = dates_said(e.content, e.timestamp)
     return VectorRecord(id=e.id, user_id=e.user_id, kind=MemoryKind.episode, text=episode_text(e),
                         session_id=e.session_id, timestamp=e.timestamp, source_ids=[e.client_id or e.id],
-                        extra=episode_extra(e), lexical_extra=" ".join(w for w in (dates, lemmas) if w))
+                        extra=extra, lexical_extra=" ".join(w for w in (dates, lemmas) if w))
 
 
 def episode_extra(e: Episode) -> dict[str, str]:

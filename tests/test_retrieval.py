@@ -144,6 +144,48 @@ def test_each_route_records_its_rank_and_a_ranker_can_reorder(service: Hippograp
     assert len(ROUTES) < len(FEATURES)
 
 
+def test_a_ranker_orders_only_the_best_of_the_sum_when_given_a_depth(service: Hippograph) -> None:
+    from hippograph.planner.ranker import FEATURES, LinearRanker
+
+    newest = [0.0] * len(FEATURES)
+    newest[FEATURES.index("newest")] = 1.0
+    service.retriever.rankers["newest"] = LinearRanker([0.0] * len(FEATURES), [1.0] * len(FEATURES), newest, 0.0)
+    question = "What did Ana have for dinner?"
+    _, _, summed, _ = service.recall("ana", question, overrides={"ranker": ""})
+    _, _, top, _ = service.recall("ana", question, overrides={"ranker": "newest", "rerank_depth": 3})
+    assert len(summed) > 3 and len(top) == len(summed)
+    assert {c.id for c in top[:3]} == {c.id for c in summed[:3]}  # the best three of the sum, reordered
+    stamps = [c.timestamp for c in top[:3]]
+    assert stamps == sorted(stamps, reverse=True) and [c.timestamp for c in summed[:3]] != stamps
+    assert [c.id for c in top[3:]] == [c.id for c in summed[3:]]  # the rest in the sum's order
+
+
+def test_a_message_said_again_word_for_word_is_one_candidate_before_the_ranker_sees_it() -> None:
+    with bench_service(None) as svc:
+        said = ["I moved to Porto last spring.", "The tea went cold."] * 2
+        svc.remember("rep", "s", None, [MessageIn(id=f"r{i}", role=Role.user, content=text,
+                                                   timestamp=T0 + timedelta(days=i))
+                                         for i, text in enumerate(said)])
+        for ranker in ("", "learned"):
+            _, _, cands, _ = svc.recall("rep", "Where did I move?", overrides={"ranker": ranker})
+            texts = [c.text.lower() for c in cands]
+            assert len(texts) == len(set(texts)) == 2, ranker
+
+
+def test_the_speaker_feature_reads_who_said_it_not_the_text(service: Hippograph) -> None:
+    from hippograph.planner.ranker import FEATURES, ranking_features
+
+    _, _, cands, _ = service.recall("pair", "Which class did Melanie sign up for?", overrides={"ranker": ""})
+    rows = ranking_features(cands, "Which class did Melanie sign up for?", [], {})
+    named = rows[:, FEATURES.index("speaker_named")]
+    assert {c.speaker for c in cands} == {"melanie", "caroline"}
+    assert all(bool(n) == (c.speaker == "melanie") for c, n in zip(cands, named, strict=True))
+    _, _, docs, _ = service.recall("lib", "Who directed Maximum Overdrive?", overrides={"ranker": ""})
+    assert docs and all(c.speaker == "" for c in docs)  # a document's title is no speaker
+    rows = ranking_features(docs, "Who directed Maximum Overdrive?", [], {})
+    assert not rows[:, FEATURES.index("speaker_named")].any()
+
+
 def test_a_ranker_is_saved_and_read_back_and_refuses_other_features(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 

@@ -52,6 +52,7 @@ class Plan:
     # questions ordered by a ranker trained without that writer, it gained on 8 of 9 writers but not on
     # LoCoMo's, at 13 ms more per block at 100k memories (BENCHMARKS.md): on with HIPPOGRAPH_CONTEXT__RANKER
     ranker: str = ""
+    rerank_depth: int = 0  # the ranker orders this many of the sum's best, the rest follow (0: all)
     steps: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:

@@ -36,6 +36,7 @@ class Ranked(Protocol):
     text: str
     timestamp: datetime
     ranks: dict[str, int]
+    speaker: str
 
 
 def _gain(rank: int | None) -> float:
@@ -59,7 +60,7 @@ def ranking_features(cands: Sequence[Ranked], query: str, windows: Sequence[tupl
     rows = []
     for i, c in enumerate(cands):
         words = content_words(c.text)
-        speaker = _speaker(c.text)
+        speaker = _first_word(c.speaker)
         rows.append([*(_gain(c.ranks.get(r)) for r in ROUTES),
                      _gain(i),
                      cosines.get(c.id, 0.0),
@@ -72,10 +73,9 @@ def ranking_features(cands: Sequence[Ranked], query: str, windows: Sequence[tupl
     return np.asarray(rows, dtype=np.float32).reshape(len(cands), len(FEATURES))
 
 
-def _speaker(text: str) -> str:
-    """The first name of the speaker a message's text starts with ("Ana: ..."), or ""."""
-    head, sep, _ = text.partition(":")
-    words = _WORD.findall(head.lower()) if sep and len(head) <= 40 else []
+def _first_word(name: str) -> str:
+    """The first name of a speaker ("ana lima": "ana"), or ""."""
+    words = _WORD.findall(name.lower())
     return words[0] if words else ""
 
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from hippograph.dates import spans_in
+from hippograph.dates import spans_in, with_dates
 from hippograph.graph.base import GraphStore
 from hippograph.graph.names import NameVectors, Synonyms
 from hippograph.graph.schema import normalise
@@ -24,7 +24,7 @@ from hippograph.models import Entity, Episode, EpisodeKind, MemoryKind, Note, Ve
 from hippograph.planner.dates import date_windows
 from hippograph.planner.plans import Plan
 from hippograph.planner.ranker import LinearRanker, ranking_features
-from hippograph.records import episode_text
+from hippograph.records import DATES_FIELD, episode_text
 from hippograph.vectors.base import SparseVec, VectorFilter, embed_query
 from hippograph.vectors.indexer import Indexer
 from hippograph.vectors.payload import RRF_K
@@ -51,6 +51,17 @@ class Candidate:
     session_id: str | None = None
     message: bool = True  # a message (its relative dates are shown resolved), not a document or note
     ranks: dict[str, int] = field(default_factory=dict)  # each route's best (0-based) rank of it
+    dates: str | None = None  # what a message's relative dates mean, where its record kept it
+    speaker: str = ""  # who said a message, lower-cased ("" for a document or note)
+
+    def shown_text(self) -> str:
+        """The text a context block shows: a message's with what its relative dates mean after it
+        (`dates.with_dates`), read from its record where the record kept them."""
+        if not self.message:
+            return self.text
+        if self.dates is None:
+            return with_dates(self.text, self.timestamp)
+        return f"{self.text} ({self.dates})" if self.dates else self.text
 
 
 def rank_score(rank: int) -> float:
@@ -70,7 +81,8 @@ def _mix(query: Sequence[float] | None, hit: Sequence[float] | None) -> list[flo
 
 def _from_hit(h: VectorHit, route: str) -> Candidate:
     return Candidate(h.id, h.kind.value, h.text, h.timestamp, h.source_ids, h.score, [route], h.session_id,
-                     message=h.kind == MemoryKind.episode and h.extra.get("role") != EpisodeKind.document.value)
+                     message=h.kind == MemoryKind.episode and h.extra.get("role") != EpisodeKind.document.value,
+                     dates=h.extra.get(DATES_FIELD), speaker=h.extra.get("speaker", ""))
 
 
 def _credit(found: dict[str, Candidate], ranked: Iterable[Candidate | None], route: str, weight: float) -> int:
@@ -94,8 +106,20 @@ def _credit(found: dict[str, Candidate], ranked: Iterable[Candidate | None], rou
 
 
 def _from_episode(e: Episode, route: str) -> Candidate:
+    message = e.kind == EpisodeKind.message
     return Candidate(e.id, MemoryKind.episode.value, episode_text(e), e.timestamp, [e.client_id or e.id], 0.0,
-                     [route], e.session_id, message=e.kind == EpisodeKind.message)
+                     [route], e.session_id, message=message, speaker=(e.name or "").lower() if message else "")
+
+
+def dedupe(cands: list[Candidate]) -> list[Candidate]:
+    """One candidate per text, the first in the order given: a message repeated word for word is one."""
+    out: list[Candidate] = []
+    texts: set[str] = set()
+    for c in cands:
+        if c.text.lower() not in texts:
+            texts.add(c.text.lower())
+            out.append(c)
+    return out
 
 
 class Retriever:
@@ -160,9 +184,11 @@ class Retriever:
             _credit(found, ranked, "graph", plan.graph_weight)
         if plan.reply_weight:
             trace["replies"] = self._bring_replies(plan, user_id, found, exclude_ids)
-        ranked = sorted(found.values(), key=lambda c: -c.score)
+        ranked = dedupe(sorted(found.values(), key=lambda c: -c.score))
         if plan.ranker and ranked:
-            ranked = self._rerank(plan.ranker, user_id, query, dense, windows or date_windows(query), ranked)
+            depth = plan.rerank_depth or len(ranked)
+            ranked = self._rerank(plan.ranker, user_id, query, dense, windows or date_windows(query),
+                                  ranked[:depth]) + ranked[depth:]
             trace["ranker"] = plan.ranker
         return ranked, trace
 
@@ -178,7 +204,7 @@ class Retriever:
     def _rerank(self, name: str, user_id: str, query: str, dense: Sequence[float] | None,
                 windows: list[tuple[datetime, datetime]], ranked: list[Candidate]) -> list[Candidate]:
         """The candidates ordered by a learned ranker over each one's route ranks and traits instead of
-        the hand-weighted sum: `ranking_features` says which."""
+        the hand-weighted sum (`ranking_features` says which); `ranked` is in the sum's order."""
         cosines = self.cosines(dense, [c.id for c in ranked], user_id)
         scores = self.ranker(name)(ranking_features(ranked, query, windows, cosines))
         for c, score in zip(ranked, scores, strict=True):

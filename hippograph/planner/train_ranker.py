@@ -36,7 +36,10 @@ from hippograph.vectors.base import embed_query
 OUT = Path(__file__).resolve().parent / PACKAGED
 #: the inverse regularisation of the logistic regression
 C = 1.0
-METHODS = ("hand-set", "learned", "bm25+dense")
+
+
+def learned_method(depth: int) -> str:
+    return f"learned@{depth}" if depth else "learned"
 HAND_SET = {"ranker": ""}  # the plans with the weighted sum of reciprocal ranks, as the ranker is trained on
 
 
@@ -85,10 +88,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="keep the stores here for the next run")
     ap.add_argument("--budget", type=int, default=1000)
     ap.add_argument("--model", choices=["lr", "hgb"], default="lr", help="the model measured out of writer")
+    ap.add_argument("--depths", default="0",
+                    help="comma-separated depths the ranker orders, each measured as a method: the best N of the "
+                         "hand-set order (0: all candidates, the method 'learned'; N: 'learned@N')")
     ap.add_argument("--report", type=Path, help="write the per-writer table here (JSON)")
     ap.add_argument("--no-save", action="store_true", help="measure only; leave the packaged ranker as it is")
     ap.add_argument("--no-measure", action="store_true", help="fit on every writer and save, without the measure")
     args = ap.parse_args(argv)
+    try:
+        args.depths = [int(d) for d in args.depths.split(",")]
+    except ValueError:
+        ap.error(f"--depths takes whole numbers separated by commas, not {args.depths!r}")
     samples, writers = load_samples(args.data)
     questions, _ = load_questions(samples, writers)
     questions = [q for q in questions if q.group in SCORED]
@@ -140,15 +150,17 @@ def measure(service: Hippograph, questions: list[Question], rows: list[np.ndarra
         y = np.concatenate([labels[i] for i in train])
         w = question_weights([sizes[i] for i in train])
         service.retriever.rankers["fold"] = (fit_linear(x, y, w) if args.model == "lr" else fit_trees(x, y, w))
-        got: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
+        methods = {"hand-set": HAND_SET,
+                   **{learned_method(d): {"ranker": "fold", "rerank_depth": d} for d in args.depths},
+                   "bm25+dense": None}
+        got: dict[str, dict[str, list[float]]] = {m: {} for m in methods}
         for i in test:
             q = questions[i]
-            for method in METHODS:
-                if method == "bm25+dense":
+            for method, overrides in methods.items():
+                if overrides is None:
                     hits = ranked_episodes(service, q.user_id, q.text, "hybrid", limit=80)
                     text, _ = pack([turn_line(h.text, h.timestamp) for h in hits], service.counter, args.budget)
                 else:
-                    overrides = {"ranker": "fold"} if method == "learned" else HAND_SET
                     text = service.context(q.user_id, q.text, token_budget=args.budget, overrides=overrides).context
                 got[method].setdefault(q.group, []).append(recall(q.evidence, text))
         out[writer] = {m: {**{g: round(100 * statistics.mean(v), 1) for g, v in by.items()},
@@ -165,11 +177,11 @@ def print_table(per_writer: dict) -> None:
     for writer, by in per_writer.items():
         for method, r in by.items():
             print(f"| {writer} | {method} | " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
-    for method in METHODS:
+    for method in next(iter(per_writer.values())):
         mean = statistics.mean(by[method]["overall"] for by in per_writer.values())
-        ahead = sum(by["learned"]["overall"] > by["hand-set"]["overall"] for by in per_writer.values())
-        print(f"mean over writers, {method}: {mean:.1f}" + (f" (learned ahead of hand-set on {ahead} of "
-                                                             f"{len(per_writer)})" if method == "learned" else ""))
+        ahead = sum(by[method]["overall"] > by["hand-set"]["overall"] for by in per_writer.values())
+        print(f"mean over writers, {method}: {mean:.1f}" + (f" (ahead of hand-set on {ahead} of "
+                                                             f"{len(per_writer)})" if method.startswith("learned") else ""))
 
 
 if __name__ == "__main__":

@@ -98,3 +98,24 @@ def test_a_message_is_searched_by_its_dates_and_shown_with_them(tmp_path) -> Non
         assert "I adopted a kitten yesterday! (yesterday = 7 May 2023)" in block
     finally:
         service.close()
+
+
+def test_a_message_record_keeps_its_dates_and_a_record_without_them_still_shows_them() -> None:
+    from hippograph.models import Episode, EpisodeKind, Role
+    from hippograph.planner.retrieval import Candidate
+    from hippograph.records import DATES_FIELD, episode_record
+
+    said = Episode(id="e1", user_id="u", kind=EpisodeKind.message, role=Role.user, name="Ana",
+                   content="I adopted a kitten yesterday!", timestamp=MONDAY)
+    record = episode_record(said)
+    assert record.extra[DATES_FIELD] == "yesterday = 7 May 2023"
+    assert DATES_FIELD not in episode_record(said.model_copy(update={"kind": EpisodeKind.document})).extra
+    plain = episode_record(said.model_copy(update={"content": "My sister lives in Porto."}))
+    assert plain.extra[DATES_FIELD] == ""  # known to say none
+    shown = f"{record.text} (yesterday = 7 May 2023)"
+    kept = Candidate("e1", "episode", record.text, MONDAY, ["e1"], dates=record.extra[DATES_FIELD])
+    assert kept.shown_text() == shown
+    # a record written before records kept their dates: read from the text
+    assert Candidate("e1", "episode", record.text, MONDAY, ["e1"]).shown_text() == shown
+    assert Candidate("e2", "episode", plain.text, MONDAY, ["e2"], dates="").shown_text() == plain.text
+    assert Candidate("d", "episode", record.text, MONDAY, ["d"], message=False).shown_text() == record.text
