@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -174,16 +175,19 @@ class VectorRecord(BaseModel):
     lexical_extra: str = ""  # words it is also found by in the lexical index, neither embedded nor shown
 
 
-class VectorHit(BaseModel):
+@dataclass(slots=True)
+class VectorHit:
+    """A hit of a vector search, read from a payload the stores wrote with these types (a plain class: a
+    context call reads hundreds of them, and a model's construction cost more than the search)."""
     id: str
     score: float
     kind: MemoryKind
     text: str
     user_id: str
-    session_id: str | None = None
     timestamp: datetime
-    source_ids: list[str] = Field(default_factory=list)
-    extra: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = None
+    source_ids: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class MessageIn(BaseModel):

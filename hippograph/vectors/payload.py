@@ -49,9 +49,8 @@ def record_payload(record: VectorRecord, embedder: str | None = None) -> dict[st
 
 
 def hit_from_payload(payload: dict[str, Any], score: float) -> VectorHit:
-    """A hit from a payload this module wrote: its fields are built here with their types, so the
-    model's validation is skipped (a context call reads hundreds of hits)."""
-    return VectorHit.model_construct(
+    """A hit from a payload this module wrote, its fields built here with their types."""
+    return VectorHit(
         id=payload["hid"],
         score=float(score),
         kind=MemoryKind(payload["kind"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -108,7 +109,7 @@ def rrf(lists: list[list[VectorHit]], limit: int) -> list[VectorHit]:
             scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (rank + RRF_K)
             hits[hit.id] = hit
     best = sorted(scores.items(), key=lambda item: -item[1])[:limit]
-    return [hits[item_id].model_copy(update={"score": score}) for item_id, score in best]
+    return [dataclasses.replace(hits[item_id], score=score) for item_id, score in best]
 
 
 def check(
