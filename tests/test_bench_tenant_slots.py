@@ -3,19 +3,14 @@ other one, among those tried, and each domain is measured through the write path
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scripts import ROOT, load
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("tenant_slots_bench", ROOT / "bench" / "tenant_slots.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load(ROOT / "bench" / "tenant_slots.py", "tenant_slots_bench")
 
 
 def test_each_domain_is_measured_with_the_threshold_chosen_without_it(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ OpenAI-compatible model server, and the MCP client example against a real server
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,14 +15,11 @@ import pytest
 from hippograph import Client
 from tests.conftest import ROOT, ServerProcess
 from tests.fakes.openai_server import FakeOpenAI, ToolCall
+from tests.scripts import load
 
 
 def _example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load(ROOT / "examples" / f"{name}.py")
 
 
 @pytest.fixture

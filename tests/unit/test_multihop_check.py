@@ -4,25 +4,14 @@ of broken set is named."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import ROOT, load
 
-
-def checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_multihop", ROOT / "bench" / "check_multihop.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CHECK = checker()
+CHECK = load(ROOT / "bench" / "check_multihop.py")
 
 
 def well_formed() -> tuple[list[dict], list[dict]]:
