@@ -206,8 +206,10 @@ class GraphStore(Protocol):
 
     def link_mentions(self, episode_id: str, entity_ids: Sequence[str]) -> None: ...
 
-    def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        """For each entity id, the ids of the user's episodes that mention it."""
+    def mentions_of(self, user_id: str, entity_ids: Sequence[str], limit: int | None = None
+                    ) -> dict[str, list[str]]:
+        """For each entity id, the ids of the user's episodes that mention it; with `limit`, an entity
+        more episodes mention is left out."""
         ...
 
     def neighbors(self, user_id: str, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:

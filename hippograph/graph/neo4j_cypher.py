@@ -255,8 +255,11 @@ MERGE (ep)-[m:MENTIONS]->(x) ON CREATE SET m.user_id = ep.user_id
 """
 MENTIONS_OF = """
 UNWIND $ids AS id
-MATCH (ep:Episode)-[:MENTIONS]->(x:Entity {id: id}) WHERE ep.user_id = $user
-RETURN x.id AS entity_id, ep.id AS episode_id ORDER BY episode_id
+MATCH (x:Entity {id: id})
+WITH x, [(ep:Episode)-[:MENTIONS]->(x) WHERE ep.user_id = $user | ep.id] AS eps
+WHERE size(eps) > 0 AND ($limit IS NULL OR size(eps) <= $limit)
+UNWIND eps AS episode_id
+RETURN x.id AS entity_id, episode_id ORDER BY episode_id
 """
 
 # --- traversal -----------------------------------------------------------------------------------

@@ -477,9 +477,10 @@ class Neo4jGraphStore(Neo4jForgetting, Neo4jTenancy, Neo4jLease):
         if entity_ids:
             self._update(cy.LINK_MENTIONS, episode=episode_id, ids=list(dict.fromkeys(entity_ids)))
 
-    def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+    def mentions_of(self, user_id: str, entity_ids: Sequence[str], limit: int | None = None
+                    ) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        for r in self._query(cy.MENTIONS_OF, user=user_id, ids=list(entity_ids)) if entity_ids else []:
+        for r in self._query(cy.MENTIONS_OF, user=user_id, ids=list(entity_ids), limit=limit) if entity_ids else []:
             out.setdefault(r["entity_id"], []).append(r["episode_id"])
         return out
 

@@ -461,7 +461,12 @@ class SqliteGraphStore(SqliteForgetting, SqliteTenancy, SqliteTraversal):
                           [(row["user_id"], episode_id, eid) for eid in entity_ids])
         self._ppr.drop(row["user_id"])
 
-    def mentions_of(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+    def mentions_of(self, user_id: str, entity_ids: Sequence[str], limit: int | None = None
+                    ) -> dict[str, list[str]]:
+        if limit is not None and entity_ids:  # counted on the index before any row is read
+            entity_ids = [r["entity_id"] for r in self._rows(
+                f"SELECT entity_id FROM mentions WHERE +user_id=? AND entity_id IN ({marks(len(entity_ids))}) "
+                f"GROUP BY entity_id HAVING COUNT(*) <= ?", (user_id, *entity_ids, limit))]
         if not entity_ids:
             return {}
         out: dict[str, list[str]] = {}

@@ -146,6 +146,11 @@ def test_mentions_and_exact_names_and_episode_ranking(store: GraphStore) -> None
     assert store.mentions_of("u1", [acme.id, lisbon.id, "nope"]) == {acme.id: ["u1-ep0", "u1-ep1"],
                                                                     lisbon.id: ["u1-ep3"]}
     assert store.mentions_of("u2", [acme.id]) == {}
+    # a limit leaves out what more episodes mention (May: four), and keeps the rest whole
+    assert store.mentions_of("u1", [acme.id, may.id, lisbon.id], limit=2) == {acme.id: ["u1-ep0", "u1-ep1"],
+                                                                             lisbon.id: ["u1-ep3"]}
+    assert store.mentions_of("u1", [may.id], limit=4) == {may.id: ["u1-ep0", "u1-ep1", "u1-ep2", "u1-ep3"]}
+    assert store.mentions_of("u1", [acme.id], limit=1) == {}
     named = store.entities_named("u1", ["acme corp", "dana kim", "nobody"])
     assert {k: [e.id for e in v] for k, v in named.items()} == {"acme corp": [acme.id], "dana kim": [dana.id]}
     # seeded with Acme: its episodes first, then ep2 through Dana; ep3 shares only a date, which ties nothing
