@@ -220,15 +220,19 @@ def test_the_ranker_is_measured_writer_by_writer(tmp_path: Path, capsys: pytest.
         (tmp_path / "c" / writer / "c1.json").write_text(json.dumps([locomo_sample()[0] | {"sample_id": writer}]))
     packaged = Path(train_ranker.OUT).read_text()
     report = tmp_path / "r.json"
-    assert train_ranker.main(["--data", str(tmp_path / "c"), "--budget", "60", "--no-save", "--report", str(report)]) == 0
+    assert train_ranker.main(["--data", str(tmp_path / "c"), "--budget", "60", "--no-save", "--depths", "0,3",
+                              "--report", str(report)]) == 0
     assert Path(train_ranker.OUT).read_text() == packaged  # --no-save leaves the packaged ranker alone
     got = json.loads(report.read_text())
     assert got["writers"] == ["w1", "w2"] and got["questions"] == 8 and got["features"] == list(FEATURES)
     for writer in ("w1", "w2"):
-        assert set(got["per_writer"][writer]) == set(train_ranker.METHODS)
+        assert set(got["per_writer"][writer]) == {"hand-set", "learned", "learned@3", "bm25+dense"}
         for result in got["per_writer"][writer].values():
             assert 0 <= result["overall"] <= 100
-    assert "mean over writers, learned" in capsys.readouterr().out
+    assert "mean over writers, learned@3" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # the depths are whole numbers
+        train_ranker.main(["--data", str(tmp_path / "c"), "--no-save", "--depths", "all"])
+    assert "--depths takes whole numbers" in capsys.readouterr().err
     # the fit itself: a feature that tells evidence apart gets the largest weight
     rng = np.random.default_rng(0)
     rows = rng.normal(size=(400, len(FEATURES))).astype(np.float32)

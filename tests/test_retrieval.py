@@ -206,14 +206,31 @@ def test_a_ranker_is_saved_and_read_back_and_refuses_other_features(tmp_path) ->
 
 def test_the_entity_route_walks_from_a_named_thing_to_the_messages_that_mention_it(service: Hippograph) -> None:
     query = "Which animal came from Porto?"
-    _, _, off, trace_off = service.recall("ana", query, overrides={"ranker": ""})  # the route's weight in the sum
+    # the route's weight in the sum
+    _, _, off, trace_off = service.recall("ana", query, overrides={"entity_weight": 0.0, "ranker": ""})
     assert "entities" not in trace_off
-    _, _, cands, trace = service.recall("ana", query, overrides={"entity_weight": 0.5, "ranker": ""})
+    _, _, cands, trace = service.recall("ana", query, overrides={"ranker": ""})  # on in the shipped plans
     assert trace["entities"] == ["Porto"]
     walked = [c for c in cands if "entity" in c.via]
     assert [c.source_ids for c in walked] == [["m4"]]  # the one message that mentions Porto
     before = next(c.score for c in off if c.source_ids == ["m4"])
     assert walked[0].score > before and walked[0].ranks["entity"] == 0
+
+
+def test_the_entity_route_does_not_walk_from_a_thing_said_everywhere() -> None:
+    with bench_service(None) as svc:
+        said = [f"I drove to Porto again for a client meeting, trip number {i}." for i in range(6)]
+        said.append("My cat Mimi came from Lisbon.")
+        svc.remember("busy", "s", None, [MessageIn(id=f"b{i}", role=Role.user, content=text,
+                                                    timestamp=T0 + timedelta(days=i)) for i, text in enumerate(said)])
+        ids = [e.id for e in svc.retriever.link_entities("busy", "Porto and Lisbon")]
+        mentions = svc.graph.mentions_of("busy", ids)
+        assert sorted(len(v) for v in mentions.values()) == [1, 6]
+        _, _, _, trace = svc.recall("busy", "What came from Porto or Lisbon?",
+                                    overrides={"ranker": "", "entity_mentions": 5})  # fewer than Porto's six
+        assert trace["entities"] == ["Lisbon"]
+        _, _, _, trace = svc.recall("busy", "What came from Porto or Lisbon?", overrides={"ranker": ""})
+        assert sorted(trace["entities"]) == ["Lisbon", "Porto"]
 
 
 def test_the_packaged_ranker_orders_the_plans_candidates(service: Hippograph) -> None:
@@ -230,8 +247,8 @@ def test_the_packaged_ranker_orders_the_plans_candidates(service: Hippograph) ->
     assert {c.id for c in learned} == {c.id for c in summed}  # the same candidates, ordered otherwise
     scores = [c.score for c in learned]
     assert scores == sorted(scores, reverse=True)
-    assert learned[0].source_ids == ["m4"]  # the answer, as the sum had it too
-    assert summed[0].source_ids == ["m4"]
+    assert learned[0].source_ids == ["m4"]  # the answer; the sum has it next to the question it answers
+    assert ["m4"] in [c.source_ids for c in summed[:2]]
 
 
 def test_the_setting_turns_the_learned_ranker_on_for_every_block(tmp_path) -> None:  # type: ignore[no-untyped-def]

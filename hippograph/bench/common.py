@@ -41,7 +41,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "hippograph +graph +synonyms": {"graph": True, "synonym_threshold": 0.8},
     "hippograph +graph +meaning links +synonyms": {"graph": True, "link_threshold": 0.8, "synonym_threshold": 0.8},
     "hippograph +people": {"person_weight": 1.0},
-    "hippograph +entities": {"entity_weight": 0.5},
+    "hippograph -entities": {"entity_weight": 0.0},
     "hippograph +feedback": {"prf_terms": 10},
 }
 

@@ -23,7 +23,7 @@ class Plan:
     person_weight: float = 0.0  # weight of the search in each named speaker's own messages
     dated_weight: float = 1.0  # weight of a search within the days/months the question names
     expand_hits: int = 2  # best hits whose text extends the query for a second search (a second hop)
-    expand_weight: float = 1.0  # weight of the first of those searches (the i-th weighs 1/i of it)
+    expand_weight: float = 0.5  # weight of the first of those searches (the i-th weighs 1/i of it)
     # pseudo-relevance feedback on the lexical side (RM3): the recall is searched again with the query's
     # terms plus the `prf_terms` terms most frequent in its best `prf_docs` hits and rare in the rest of
     # them, the best weighing `prf_weight` of a query term (0 terms: off; measured out of fold, see BENCHMARKS.md)
@@ -31,9 +31,15 @@ class Plan:
     prf_docs: int = 5
     prf_weight: float = 0.5
     # the entity route, a walk of one step in the graph: the entities the question names (exact name or
-    # alias) -> the messages that MENTION each, searched for the question and weighing `entity_weight`
-    # (0: off; measured writer by writer, see BENCHMARKS.md)
-    entity_weight: float = 0.0
+    # alias) -> the messages that MENTION each, searched for the question and weighing `entity_weight`.
+    # It and the second hop's weight were chosen together, leaving out one writer's conversations or one
+    # passage set at a time, over nine writers' conversations and ten multi-hop passage sets (BENCHMARKS.md,
+    # "Multi-hop questions of many writers"): 0.5 and 0.5 in every fold
+    entity_weight: float = 0.5
+    # a thing more of the user's messages mention is not walked: a home town said every day points at none
+    # of them in particular, and a search filtered by thousands of ids cost more than the rest of a block
+    # at 100k memories. No entity of the benchmarks' data reaches it (the most: 308 of MuSiQue's passages)
+    entity_mentions: int = 500
     graph: bool = False  # link query entities into the graph and spread rank over it
     graph_limit: int = 30  # episodes the graph route contributes
     graph_facts: int = 10  # relations of the query's entities reported (their episodes lead the graph route)

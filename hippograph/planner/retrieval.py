@@ -36,11 +36,6 @@ SOURCES_PER_FACT = 3
 SAID_AROUND = timedelta(days=45)
 #: at most this many people named in one question are searched on their own
 PEOPLE_LIMIT = 3
-#: the entity route walks from a thing to at most this many messages: one that more of the user's messages
-#: mention (a home town said every day) points at none of them in particular, and filtering a search by
-#: thousands of ids cost more than the rest of a block at 100k memories. No entity of the benchmarks' data
-#: reaches it (the most mentioned: 308 of MuSiQue's 1,890 passages)
-MENTIONS_LIMIT = 500
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 
 
@@ -302,9 +297,9 @@ class Retriever:
         MENTIONS, on either store): for each (the rarest first, at most `PEOPLE_LIMIT`), those messages
         are searched for the question and weigh `plan.entity_weight`, so that what is said about a thing
         the question names rises even when other words of the question match elsewhere. A thing more
-        than `MENTIONS_LIMIT` messages mention is not walked."""
+        than `plan.entity_mentions` messages mention is not walked."""
         seeds = [e for e in self.link_entities(user_id, query) if not e.is_user]
-        mentions = self.graph.mentions_of(user_id, [e.id for e in seeds], limit=MENTIONS_LIMIT)
+        mentions = self.graph.mentions_of(user_id, [e.id for e in seeds], limit=plan.entity_mentions)
         walked = sorted((e for e in seeds if mentions.get(e.id)), key=lambda e: len(mentions[e.id]))[:PEOPLE_LIMIT]
         for ent in walked:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], ids=mentions[ent.id])
