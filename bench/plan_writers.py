@@ -99,9 +99,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--multihop", type=Path, required=True, help="a folder of passage sets (one per writer)")
     ap.add_argument("--musique", type=Path, help="a folder with musique_dev50.json and musique_corpus.json")
     ap.add_argument("--hotpotqa", type=Path, help="a folder with hotpotqa_dev50.json and hotpotqa_corpus.json")
+    ap.add_argument("--candidates", type=Path,
+                    help="a JSON object of candidate name -> plan fields overridden, the first the one to beat "
+                         "(default: the entity route and second-hop weights above)")
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
+    if args.candidates:
+        CANDIDATES.clear()
+        CANDIDATES.update(json.loads(args.candidates.read_text()))
     scores = conversation_scores(args.conversations, args.workdir)
     for folder in sorted(p for p in args.multihop.iterdir() if (p / "questions.json").exists()):
         scores[f"passages {folder.name}"] = passage_scores("musique", folder.name, folder / "questions.json",

@@ -5,6 +5,7 @@ token budget), the recall behind it, and where each item came from."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -91,6 +92,8 @@ class ContextEntry:
             # the window's messages are shown, and every tool result of the session is in the tool log
             shown = {e.id for e in pinned + recent} | {e.id for e in session if e.role == Role.tool}
             cands, trace = self.retriever.recall(plan, user_id, query, exclude_ids=shown)
+            if plan.block_limit:
+                cands = cands[: math.ceil(plan.block_limit * budget / 1000)]
             notes = self.retriever.relevant_notes(plan, user_id, trace.get("notes", []))
             latest = {n.id: n.source_episode_ids[-PROVENANCE_IN_CONTEXT:] for n in notes}
             client = self._client_ids(user_id, [ep for eps in latest.values() for ep in eps])

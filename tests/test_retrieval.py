@@ -262,3 +262,20 @@ def test_the_setting_turns_the_learned_ranker_on_for_every_block(tmp_path) -> No
         assert res.plan["ranker"] == "learned" and res.plan["trace"]["ranker"] == "learned"
         assert "red Gazelle" in res.context
         assert svc.context("bo", "What bike do I ride?", overrides={"ranker": ""}).plan["ranker"] == ""
+
+
+def test_the_block_is_packed_from_the_best_candidates_only() -> None:
+    with bench_service(None) as svc:
+        said = [f"Short note {i} about the garden shed and its paint." for i in range(8)]
+        svc.remember("shed", "s", None, [MessageIn(id=f"g{i}", role=Role.user, content=text,
+                                                    timestamp=T0 + timedelta(days=i)) for i, text in enumerate(said)])
+        question = "What about the garden shed paint?"
+        _, _, cands, _ = svc.recall("shed", question, overrides={"ranker": ""})
+        everything = svc.context("shed", question, token_budget=1000, overrides={"ranker": ""})
+        assert len(everything.sections["memories"]) == len(cands) == 8  # all fit within the budget
+        assert svc.context("shed", question, token_budget=1000,
+                           overrides={"ranker": "", "block_limit": 0}).sections["memories"] == everything.sections["memories"]
+        best = svc.context("shed", question, token_budget=1000, overrides={"ranker": "", "block_limit": 3})
+        assert [i.id for i in best.sections["memories"]] == [c.id for c in cands[:3]]
+        more = svc.context("shed", question, token_budget=2000, overrides={"ranker": "", "block_limit": 3})
+        assert [i.id for i in more.sections["memories"]] == [c.id for c in cands[:6]]  # 3 per 1,000 tokens

@@ -16,6 +16,10 @@ class Plan:
     description: str
     recall_mode: str = "hybrid"  # hybrid | dense | lexical
     recall_limit: int = 60  # messages/documents taken from the vector index
+    # each side of a hybrid search fuses its best `route_depth` times the limit, in every route but the
+    # recall (which fuses 4 times): a route's lower ranks weigh little, and the depth is most of a
+    # search's cost (BENCHMARKS.md, "Scale")
+    route_depth: int = 2
     reply_weight: float = 0.5  # share of a question's score passed to the message that answers it
     all_notes: bool = False  # put every current note in the block (profile questions)
     notes_limit: int = 3  # notes picked by similarity when not all are shown
@@ -59,6 +63,10 @@ class Plan:
     # LoCoMo's, at 13 ms more per block at 100k memories (BENCHMARKS.md): on with HIPPOGRAPH_CONTEXT__RANKER
     ranker: str = ""
     rerank_depth: int = 0  # the ranker orders this many of the sum's best, the rest follow (0: all)
+    # the context block is packed from the best candidates only: this many per 1,000 tokens of its budget
+    # (0: all of them). Deeper ones rarely fit, and each costs its line's tokens, dates and history to
+    # prepare; chosen leaving one writer out (BENCHMARKS.md, "Scale")
+    block_limit: int = 60
     steps: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:

@@ -27,7 +27,7 @@ from hippograph.planner.ranker import LinearRanker, ranking_features
 from hippograph.records import DATES_FIELD, episode_text
 from hippograph.vectors.base import SparseVec, VectorFilter, embed_query
 from hippograph.vectors.indexer import Indexer
-from hippograph.vectors.payload import RRF_K
+from hippograph.vectors.payload import RRF_K, prefetch_limit
 
 #: a note or relation stands for at most this many of the episodes it came from: the latest ones
 SOURCES_PER_FACT = 3
@@ -77,6 +77,11 @@ def _mix(query: Sequence[float] | None, hit: Sequence[float] | None) -> list[flo
     both = np.asarray(query, dtype=np.float32) + np.asarray(hit, dtype=np.float32)
     norm = float(np.linalg.norm(both))
     return (both / norm).tolist() if norm > 0 else list(query)
+
+
+def _depth(plan: Plan) -> int:
+    """What each side of a route's hybrid search fuses (`Plan.route_depth`)."""
+    return prefetch_limit(plan.recall_limit, plan.route_depth)
 
 
 def _from_hit(h: VectorHit, route: str) -> Candidate:
@@ -255,7 +260,7 @@ class Retriever:
         block shows (their ids, best first, are returned)."""
         flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.note, MemoryKind.relation])
         hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense,
-                                   sparse_vector=sparse)
+                                   sparse_vector=sparse, depth=_depth(plan))
         notes = [h.id for h in hits if h.kind == MemoryKind.note][: plan.notes_limit]
         if not plan.derived_weight:
             return 0, notes
@@ -284,7 +289,8 @@ class Retriever:
             else [None] * len(rests))
         for name, rest, vector in zip(people, rests, vectors, strict=True):
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], extra={"speaker": name.lower()})
-            hits = self.indexer.search(flt, rest, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector)
+            hits = self.indexer.search(flt, rest, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector,
+                                       depth=_depth(plan))
             _credit(found, (_from_hit(h, "person") for h in hits if h.id not in exclude_ids), "person",
                     plan.person_weight)
         return people
@@ -304,7 +310,7 @@ class Retriever:
         for ent in walked:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], ids=mentions[ent.id])
             hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense,
-                                       sparse_vector=sparse)
+                                       sparse_vector=sparse, depth=_depth(plan))
             _credit(found, (_from_hit(h, "entity") for h in hits if h.id not in exclude_ids), "entity",
                     plan.entity_weight)
         return [e.name for e in walked]
@@ -319,12 +325,12 @@ class Retriever:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start,
                                until=end - timedelta(microseconds=1))
             hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense,
-                                       sparse_vector=sparse)
+                                       sparse_vector=sparse, depth=_depth(plan))
             # what was said around then about then: "yesterday" said the day after, "next Friday" before
             near = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], since=start - SAID_AROUND,
                                 until=end + SAID_AROUND)
             hits += [h for h in self.indexer.search(near, query, plan.recall_limit, mode=plan.recall_mode,
-                                                    dense_vector=dense, sparse_vector=sparse)
+                                                    dense_vector=dense, sparse_vector=sparse, depth=_depth(plan))
                      if not start <= h.timestamp < end
                      and any(a < end and start < b for a, b in spans_in(h.text, h.timestamp))]
             _credit(found, (_from_hit(h, "dated") for h in hits if h.id not in exclude_ids), "dated", plan.dated_weight)
@@ -350,7 +356,7 @@ class Retriever:
         for i, (c, text, vector) in enumerate(zip(top, texts, vectors, strict=True)):
             lexical = self.indexer.sparse.encode_query(text) if plan.recall_mode != "dense" else None
             hits = self.indexer.search(flt, text, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector,
-                                       sparse_vector=lexical)
+                                       sparse_vector=lexical, depth=_depth(plan))
             ranked = (_from_hit(h, "expansion") for h in hits if h.id != c.id and h.id not in exclude_ids)
             added += _credit(found, ranked, "expansion", plan.expand_weight / (i + 1))
         return added

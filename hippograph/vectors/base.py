@@ -93,8 +93,11 @@ class VectorStore(Protocol):
         limit: int,
         dense: Sequence[float] | None = None,
         sparse: SparseVec | None = None,
+        depth: int | None = None,
     ) -> list[VectorHit]:
-        """Dense, sparse, or (both given) hybrid search fused by reciprocal rank, best first."""
+        """Dense, sparse, or (both given) hybrid search fused by reciprocal rank, best first. `depth`: the
+        candidates each side of a hybrid search contributes to the fusion (`payload.prefetch_limit`
+        of the limit when None)."""
 
     def get(self, ids: Sequence[str]) -> list[VectorHit]:
         """Points by our ids (score 0), in no particular order; unknown ids are skipped."""

@@ -68,9 +68,11 @@ class Indexer:
     def search(
         self, flt: VectorFilter, query: str, limit: int, mode: str = "hybrid",
         dense_vector: Sequence[float] | None = None, sparse_vector: SparseVec | None = None,
+        depth: int | None = None,
     ) -> list[VectorHit]:
         """mode: hybrid (dense + lexical fused by reciprocal rank), dense or lexical. `sparse_vector` is
-        the lexical query when the caller made it (weighted terms), else it is encoded from the query."""
+        the lexical query when the caller made it (weighted terms), else it is encoded from the query.
+        `depth`: the candidates each side of a hybrid search fuses (the store's default when None)."""
         dense = None
         if mode in ("hybrid", "dense"):
             dense = dense_vector if dense_vector is not None else embed_query(self.embedder, query)
@@ -81,4 +83,4 @@ class Indexer:
             sparse = None
             if dense is None:
                 return []
-        return self.store.query(flt, limit, dense=dense, sparse=sparse)
+        return self.store.query(flt, limit, dense=dense, sparse=sparse, depth=depth)

@@ -103,9 +103,13 @@ def matches_nothing(flt: VectorFilter) -> bool:
     return (flt.kinds is not None and len(flt.kinds) == 0) or (flt.ids is not None and len(flt.ids) == 0)
 
 
-def prefetch_limit(limit: int) -> int:
-    """Candidates each side of a hybrid query contributes to the fusion."""
-    return max(4 * limit, 40)
+#: each side of a hybrid query contributes this many times the limit to the fusion, unless asked otherwise
+FUSION_DEPTH = 4
+
+
+def prefetch_limit(limit: int, times: int = FUSION_DEPTH) -> int:
+    """Candidates each side of a hybrid query contributes to the fusion: `times` the limit, at least 40."""
+    return max(times * limit, 40)
 
 
 #: hits asked for beyond the limit, to see where a run of equal scores ends

@@ -209,24 +209,24 @@ class QdrantVectorStore:
         limit: int,
         dense: Sequence[float] | None = None,
         sparse: SparseVec | None = None,
+        depth: int | None = None,
     ) -> list[VectorHit]:
         check_query(self.dim, dense, sparse)
         if limit <= 0 or matches_nothing(flt):
             return []
         if dense is None or sparse is None:
-            return self._query(flt, limit, limit, dense, sparse)
-        return settle_ties(lambda n: self._query(flt, limit, n, dense, sparse), limit)
+            return self._query(flt, limit, dense, sparse)
+        return settle_ties(lambda n: self._query(flt, n, dense, sparse, depth or prefetch_limit(limit)), limit)
 
-    def _query(self, flt: VectorFilter, limit: int, n: int, dense: Sequence[float] | None,
-               sparse: SparseVec | None) -> list[VectorHit]:
-        """The best n hits, fused from the best of each vector as for `limit` hits."""
+    def _query(self, flt: VectorFilter, n: int, dense: Sequence[float] | None,
+               sparse: SparseVec | None, depth: int = 0) -> list[VectorHit]:
+        """The best n hits; a hybrid query fuses the best `depth` of each vector."""
         condition = _qdrant_filter(flt)
         lexical = None
         if sparse is not None:
             lexical = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         request: dict[str, Any] = {"query_filter": condition, "limit": n, "with_payload": True}
         if dense is not None and lexical is not None:
-            depth = prefetch_limit(limit)
             request["prefetch"] = [
                 models.Prefetch(query=list(dense), using=DENSE, filter=condition, limit=depth),
                 models.Prefetch(query=lexical, using=LEXICAL, filter=condition, limit=depth),

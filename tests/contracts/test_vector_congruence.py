@@ -141,6 +141,10 @@ def check(
             depth = prefetch_limit(k)
             expected = rrf([store.query(flt, depth, dense=dense), store.query(flt, depth, sparse=sparse)], k)
             assert_same_ranking(store.query(flt, k, dense=dense, sparse=sparse), expected, "hybrid " + what)
+            # a shallower fusion asked for: the best `k + 2` of each side only
+            expected = rrf([store.query(flt, k + 2, dense=dense), store.query(flt, k + 2, sparse=sparse)], k)
+            assert_same_ranking(store.query(flt, k, dense=dense, sparse=sparse, depth=k + 2), expected,
+                                "hybrid, depth k + 2, " + what)
 
 
 def ids_matching(store: VectorStore, flt: VectorFilter, sparse: SparseVec) -> set[str]:
