@@ -17,9 +17,9 @@ class Plan:
     recall_mode: str = "hybrid"  # hybrid | dense | lexical
     recall_limit: int = 60  # messages/documents taken from the vector index
     # each side of a hybrid search fuses its best `route_depth` times the limit, in every route but the
-    # recall (which fuses 4 times): a route's lower ranks weigh little, and the depth is most of a
-    # search's cost (BENCHMARKS.md, "Scale")
-    route_depth: int = 2
+    # recall (which fuses 4 times). Shallower is faster: 2 saved about 4 % of a block at 100k memories and
+    # cost 0.5 on MuSiQue and 0.07 on the conversations' mean (BENCHMARKS.md, "What a block costs")
+    route_depth: int = 4
     reply_weight: float = 0.5  # share of a question's score passed to the message that answers it
     all_notes: bool = False  # put every current note in the block (profile questions)
     notes_limit: int = 3  # notes picked by similarity when not all are shown
@@ -65,7 +65,7 @@ class Plan:
     rerank_depth: int = 0  # the ranker orders this many of the sum's best, the rest follow (0: all)
     # the context block is packed from the best candidates only: this many per 1,000 tokens of its budget
     # (0: all of them). Deeper ones rarely fit, and each costs its line's tokens, dates and history to
-    # prepare; chosen leaving one writer out (BENCHMARKS.md, "Scale")
+    # prepare; chosen leaving one set out, level or ahead on all 19 (BENCHMARKS.md, "What a block costs")
     block_limit: int = 60
     steps: tuple[str, ...] = field(default=())
 

@@ -110,6 +110,13 @@ def _credit(found: dict[str, Candidate], ranked: Iterable[Candidate | None], rou
     return new
 
 
+def _credit_hits(found: dict[str, Candidate], hits: Sequence[VectorHit], route: str, weight: float,
+                 skip: Callable[[str], bool]) -> int:
+    """`_credit` for a route's search hits, a hit whose id `skip` says is skipped: a candidate is made
+    only for a hit not found before (most are)."""
+    return _credit(found, (found.get(h.id) or _from_hit(h, route) for h in hits if not skip(h.id)), route, weight)
+
+
 def _from_episode(e: Episode, route: str) -> Candidate:
     message = e.kind == EpisodeKind.message
     return Candidate(e.id, MemoryKind.episode.value, episode_text(e), e.timestamp, [e.client_id or e.id], 0.0,
@@ -291,8 +298,7 @@ class Retriever:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], extra={"speaker": name.lower()})
             hits = self.indexer.search(flt, rest, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector,
                                        depth=_depth(plan))
-            _credit(found, (_from_hit(h, "person") for h in hits if h.id not in exclude_ids), "person",
-                    plan.person_weight)
+            _credit_hits(found, hits, "person", plan.person_weight, exclude_ids.__contains__)
         return people
 
     def _entities(
@@ -311,8 +317,7 @@ class Retriever:
             flt = VectorFilter(user_id=user_id, kinds=[MemoryKind.episode], ids=mentions[ent.id])
             hits = self.indexer.search(flt, query, plan.recall_limit, mode=plan.recall_mode, dense_vector=dense,
                                        sparse_vector=sparse, depth=_depth(plan))
-            _credit(found, (_from_hit(h, "entity") for h in hits if h.id not in exclude_ids), "entity",
-                    plan.entity_weight)
+            _credit_hits(found, hits, "entity", plan.entity_weight, exclude_ids.__contains__)
         return [e.name for e in walked]
 
     def _dated(
@@ -333,7 +338,7 @@ class Retriever:
                                                     dense_vector=dense, sparse_vector=sparse, depth=_depth(plan))
                      if not start <= h.timestamp < end
                      and any(a < end and start < b for a, b in spans_in(h.text, h.timestamp))]
-            _credit(found, (_from_hit(h, "dated") for h in hits if h.id not in exclude_ids), "dated", plan.dated_weight)
+            _credit_hits(found, hits, "dated", plan.dated_weight, exclude_ids.__contains__)
         return [f"{a:%Y-%m-%d}..{b - timedelta(days=1):%Y-%m-%d}" for a, b in windows]
 
     def _expand(
@@ -357,8 +362,8 @@ class Retriever:
             lexical = self.indexer.sparse.encode_query(text) if plan.recall_mode != "dense" else None
             hits = self.indexer.search(flt, text, plan.recall_limit, mode=plan.recall_mode, dense_vector=vector,
                                        sparse_vector=lexical, depth=_depth(plan))
-            ranked = (_from_hit(h, "expansion") for h in hits if h.id != c.id and h.id not in exclude_ids)
-            added += _credit(found, ranked, "expansion", plan.expand_weight / (i + 1))
+            skipped = exclude_ids | {c.id}
+            added += _credit_hits(found, hits, "expansion", plan.expand_weight / (i + 1), skipped.__contains__)
         return added
 
     def _bring_replies(self, plan: Plan, user_id: str, found: dict[str, Candidate], exclude_ids: set[str]) -> int:
