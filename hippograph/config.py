@@ -216,15 +216,12 @@ class AuthSettings(BaseModel):
 
 
 class McpSettings(BaseModel):
-    """The MCP endpoint at /mcp (streamable HTTP). It answers only requests whose Host header it knows, so a
-    web page cannot reach a local server through DNS rebinding: loopback names, the configured
-    host:port, and the names the server is reached by behind a proxy or load balancer."""
+    """The MCP endpoint at /mcp (streamable HTTP), on the same app, keys and host names as the REST API."""
 
     enabled: bool = Field(True, description="Serve MCP at /mcp on the same app and keys as the REST API.")
     allowed_hosts: list[str] = Field(
-        default_factory=list, description='Host header values to accept besides loopback and host:port, e.g. '
-                                          'HIPPOGRAPH_MCP__ALLOWED_HOSTS=\'["memory.example.com"]\' ("name:*" '
-                                          'for any port, ["*"] to accept every host).')
+        default_factory=list, description="Kept for configurations written before HIPPOGRAPH_ALLOWED_HOSTS: its "
+                                          "names are answered on every route, as if given there.")
 
 
 class Settings(BaseSettings):
@@ -233,6 +230,12 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./hippograph-data")
     host: str = "127.0.0.1"
     port: int = 8765
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the server answers besides its loopback names and its bind address (any IP "
+                    "address too when bound to 0.0.0.0 or ::), e.g. HIPPOGRAPH_ALLOWED_HOSTS='[\"memory.example.com\"]' "
+                    "(\"name:8765\" for one port, [\"*\"] for every host). Other Host headers get 421, and a web page "
+                    "of another origin may not change state (403): no DNS rebinding, no cross-site writes.")
     max_request_bytes: int = Field(5_000_000, ge=1024)
     concurrent_reads: int | None = Field(
         None, ge=0, le=1024, description="Reads (context, search ...) carried out at once; the others wait for a "

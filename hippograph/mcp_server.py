@@ -98,6 +98,7 @@ def build(execute: Execute) -> MCPServer:
 
 # --- streamable HTTP inside the API app -------------------------------------------------------------
 PRINCIPAL = "hippograph_principal"
+NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # done by HostGuard
 
 
 def _in_app(op: Operation, args: BaseModel, request: Request | None) -> Any:
@@ -112,8 +113,7 @@ class Endpoint:
     and the principal goes to the tools with the request. `start()` makes a new MCP server for each run of
     the app (its session manager runs once)."""
 
-    def __init__(self, host: str, port: int, extra_hosts: list[str]) -> None:
-        self.security = allowed_hosts(host, port, extra_hosts)
+    def __init__(self, host: str) -> None:
         self.host = host
         self.server: MCPServer | None = None
         self.app: Any = None
@@ -122,7 +122,7 @@ class Endpoint:
         """The context to run in the app's lifespan."""
         self.server = build(_in_app)
         mcp_app = self.server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
-                                                  json_response=True, transport_security=self.security,
+                                                  json_response=True, transport_security=NO_HOST_CHECK,
                                                   host=self.host)
         self.app = next(r.app for r in mcp_app.routes if isinstance(r, Route) and r.path == "/mcp")
         return self.server.session_manager.run()
@@ -142,26 +142,13 @@ class Endpoint:
             await error_response(exc)(scope, receive, send)
             return
         scope.setdefault("state", {})[PRINCIPAL] = who
-        # host names are case-insensitive (RFC 9110 4.2.3); the SDK's allowlist compares exactly
-        scope["headers"] = [(k, v.lower() if k in (b"host", b"origin") else v) for k, v in scope["headers"]]
         await self.app(scope, receive, send)
 
 
-def allowed_hosts(host: str, port: int, extra: list[str]) -> TransportSecuritySettings:
-    """The Host (and Origin) headers /mcp answers: loopback on any port, the configured host:port, and the
-    names given in HIPPOGRAPH_MCP__ALLOWED_HOSTS (["*"]: any)."""
-    if "*" in extra:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    hosts = [h.lower() for h in ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]",
-                                 f"{host}:{port}", host, *extra)]
-    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
-
-
-def mount(app: Any, host: str, port: int, extra_hosts: list[str]) -> Endpoint:
-    """Add /mcp to the app; the app's lifespan runs `endpoint.start()`."""
-    endpoint = Endpoint(host, port, extra_hosts)
+def mount(app: Any, host: str) -> Endpoint:
+    """Add /mcp to the app; the app's lifespan runs `endpoint.start()`. The app's HostGuard answers only the
+    server's own host names on every route, /mcp included, so the SDK's own host check is off."""
+    endpoint = Endpoint(host)
     app.router.routes.append(Route("/mcp", endpoint=endpoint, include_in_schema=False,
                                    methods=["GET", "POST", "DELETE"]))
     return endpoint

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.config import Settings
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def client(tmp_path_factory) -> Iterator[TestClient]:
     """The real app over the real embedded stores in a fresh data dir, shared by a test module."""
     settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url=LOCAL) as c:
         yield c
 
 
@@ -31,7 +32,7 @@ def rules_client(tmp_path_factory) -> Iterator[TestClient]:
     """The same over the hand-written notes rules alone (`HIPPOGRAPH_EXTRACTION__NOTES=rules`)."""
     base = Settings(data_dir=tmp_path_factory.mktemp("data"))
     settings = base.model_copy(update={"extraction": base.extraction.model_copy(update={"notes": "rules"})})
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url=LOCAL) as c:
         yield c
 
 

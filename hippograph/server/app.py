@@ -36,6 +36,7 @@ from hippograph.errors import (
 from hippograph.inputs import METADATA_MAX_DEPTH
 from hippograph.server import openapi
 from hippograph.server.deps import auth_mode, is_loopback
+from hippograph.server.hosts import HostGuard, Hosts
 from hippograph.server.limits import BodySizeLimit
 from hippograph.server.ratelimit import RateLimiter
 from hippograph.server.routers import admin, graph, handoffs, health, keys, memories, usage, users
@@ -124,6 +125,8 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
     app.state.rate_limiter = RateLimiter(settings.auth.rate_limit_per_minute, settings.auth.rate_limit_burst)
     app.state.failed_auth = RateLimiter(settings.auth.failed_per_minute)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    # added last, so it runs first: a request for a host the server does not answer reads nothing
+    app.add_middleware(HostGuard, hosts=Hosts(settings.host, [*settings.allowed_hosts, *settings.mcp.allowed_hosts]))
 
     @app.exception_handler(HippographError)
     async def _domain_error(_: Request, exc: HippographError) -> JSONResponse:
@@ -155,7 +158,7 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
         return JSONResponse({"error": "InternalError", "detail": "unexpected server error; see the server log"},
                             status_code=500)
 
-    mcp = mcp_server.mount(app, settings.host, settings.port, settings.mcp.allowed_hosts) \
+    mcp = mcp_server.mount(app, settings.host) \
         if settings.mcp.enabled else None
     for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router,
                    keys.router, admin.router):

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.config import AuthSettings, Settings
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.conftest import ROOT
 
 
@@ -39,7 +40,7 @@ def keyed(tmp_path_factory) -> Iterator[tuple[TestClient, dict[str, dict], Path]
     keys = {name: create_key(data, tenant, scopes) for name, tenant, scopes in (
         ("admin", "acme", "read,write,admin"), ("writer", "acme", "read,write"), ("reader", "acme", "read"),
         ("globex", "globex", "read,write,admin"))}
-    with TestClient(create_app(Settings(data_dir=data))) as client:
+    with TestClient(create_app(Settings(data_dir=data)), base_url=LOCAL) as client:
         yield client, keys, data
 
 
@@ -169,7 +170,7 @@ def test_the_audit_log_names_the_key(keyed) -> None:
 
 
 def test_open_on_loopback_until_the_first_key(tmp_path) -> None:
-    with TestClient(create_app(Settings(data_dir=tmp_path / "d"))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path / "d")), base_url=LOCAL) as client:
         assert client.get("/readyz").json()["auth"] == "open"
         remember_open = client.post("/v1/memories", json={
             "user_id": "ann", "messages": [{"role": "user", "content": "I live in Porto."}]})
@@ -186,7 +187,7 @@ def test_open_on_loopback_until_the_first_key(tmp_path) -> None:
 
 def test_a_non_loopback_app_without_keys_serves_nobody(tmp_path) -> None:
     # create_app on a non-loopback host (as another ASGI server might run it): no key, no service
-    with TestClient(create_app(Settings(data_dir=tmp_path / "d", host="0.0.0.0"))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path / "d", host="0.0.0.0")), base_url=LOCAL) as client:
         resp = client.post("/v1/search", json={"user_id": "x", "query": "q"})
         assert resp.status_code == 401 and client.get("/readyz").json()["auth"] == "keys"
 
@@ -203,7 +204,7 @@ def test_serve_refuses_a_non_loopback_address_without_a_key(tmp_path) -> None:
 def test_a_bootstrap_key_from_the_environment(tmp_path) -> None:
     secret = "k" * 40
     settings = Settings(data_dir=tmp_path / "d", auth=AuthSettings(bootstrap_key=secret, bootstrap_tenant="ops"))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         assert client.get("/v1/keys").status_code == 401
         listed = client.get("/v1/keys", headers=bearer(secret))
         assert listed.status_code == 200 and [k["name"] for k in listed.json()["keys"]] == ["bootstrap"]
@@ -215,7 +216,7 @@ def test_rate_limits_per_key(tmp_path) -> None:
     secret = "r" * 40
     settings = Settings(data_dir=tmp_path / "d", auth=AuthSettings(bootstrap_key=secret, rate_limit_per_minute=30,
                                                                    rate_limit_burst=3))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         codes = [client.get("/v1/keys", headers=bearer(secret)).status_code for _ in range(4)]
         assert codes == [200, 200, 200, 429]
         limited = client.get("/v1/keys", headers=bearer(secret))
@@ -231,7 +232,7 @@ def test_unknown_keys_are_limited_per_address(tmp_path) -> None:
     a valid key by its answer)."""
     secret = "g" * 40
     settings = Settings(data_dir=tmp_path / "d", auth=AuthSettings(bootstrap_key=secret, failed_per_minute=6))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         codes = [client.get("/v1/keys", headers=bearer(f"hg_{i:016x}_{'x' * 40}")).status_code for i in range(7)]
         assert codes == [401] * 6 + [429]
         limited = client.get("/v1/keys", headers=bearer(secret))
@@ -245,7 +246,7 @@ def test_unknown_keys_are_limited_per_address(tmp_path) -> None:
 def test_valid_keys_are_never_counted_as_failures(tmp_path) -> None:
     secret = "v" * 40
     settings = Settings(data_dir=tmp_path / "d", auth=AuthSettings(bootstrap_key=secret, failed_per_minute=2))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         assert {client.get("/v1/keys", headers=bearer(secret)).status_code for _ in range(20)} == {200}
 
 
@@ -259,10 +260,10 @@ def test_the_last_admin_key_is_revoked_only_on_purpose_and_the_server_stays_clos
     assert cli("keys", "revoke", reader["id"], data_dir=data).returncode == 0  # not an admin key: no question
     forced = cli("keys", "revoke", admin["id"], "--force", data_dir=data)
     assert forced.returncode == 0, forced.stderr
-    with TestClient(create_app(Settings(data_dir=data))) as client:  # every key revoked, on loopback
+    with TestClient(create_app(Settings(data_dir=data)), base_url=LOCAL) as client:  # every key revoked, on loopback
         assert client.get("/readyz").json()["auth"] == "keys"
         assert client.post("/v1/keys", json={"scopes": ["admin"], "tenant": "acme"}).status_code == 401
         assert client.get("/v1/keys", headers=bearer(admin["key"])).status_code == 401
-    with TestClient(create_app(Settings(data_dir=data, auth=AuthSettings(disabled=True)))) as client:
+    with TestClient(create_app(Settings(data_dir=data, auth=AuthSettings(disabled=True))), base_url=LOCAL) as client:
         assert client.get("/readyz").json()["auth"] == "disabled"  # the operator's explicit act
         assert client.get("/v1/keys").status_code == 200

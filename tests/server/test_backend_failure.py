@@ -7,13 +7,14 @@ from fastapi.testclient import TestClient
 from hippograph.config import Settings
 from hippograph.server.app import create_app
 from hippograph.wiring import build
+from tests.apps import LOCAL
 
 
 def test_vector_store_down_then_back(tmp_path) -> None:
     service = build(Settings(data_dir=tmp_path / "data"))
     body = {"user_id": "f", "session_id": "s", "messages": [
         {"id": "f1", "role": "user", "content": "I live in Nairobi and I work at Safaricom."}]}
-    with TestClient(create_app(service=service)) as client:
+    with TestClient(create_app(service=service), base_url=LOCAL) as client:
         service.indexer.store.close()  # the vector store goes away under the running server
         down = client.post("/v1/memories", json=body)
         assert down.status_code == 503

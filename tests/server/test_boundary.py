@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from hippograph.config import Settings, WorldSettings
 from hippograph.inputs import ID_MAX_LENGTH, METADATA_MAX_CHARS, METADATA_MAX_DEPTH, plus_seconds
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 
 
 def say(user: str, content: str = "I live in Oslo.", **extra: object) -> dict:
@@ -66,7 +67,7 @@ def test_the_last_allowed_moment_is_stored_and_its_tool_result_shown(client: Tes
 
 def test_a_huge_tool_ttl_saturates_instead_of_overflowing(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, world=WorldSettings(tool_ttl={"almanac": 10**12}))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url=LOCAL) as c:
         resp = c.post("/v1/memories", json={"user_id": "ada", "session_id": "s", "messages": [
             {"id": "a", "role": "tool", "name": "almanac", "content": "Easter is on 4 April.",
              "timestamp": "2024-05-01T00:00:00Z"}]})

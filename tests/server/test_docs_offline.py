@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.config import Settings
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.server.test_auth import create_key
 
 CHROMIUM = shutil.which("chromium")
@@ -81,7 +82,7 @@ def test_redoc_renders_with_no_internet(server_factory, tmp_path) -> None:
 def test_docs_need_no_key(tmp_path) -> None:
     """Even once a key exists (so every /v1 request needs one), the docs and their files are public."""
     create_key(tmp_path, "acme", "read")
-    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path)), base_url=LOCAL) as client:
         assert client.get("/readyz").json()["auth"] == "keys"
         assert client.post("/v1/context", json={"user_id": "u", "query": "q"}).status_code == 401
         for path in ("/docs", "/redoc", "/openapi.json", "/docs-assets/swagger-ui-bundle.js",

@@ -18,6 +18,7 @@ from hippograph.extraction.spacy_extractor import DEFAULT_MODEL, SpacyExtractor
 from hippograph.extraction.worker import _CHILDREN, ProcessExtractor
 from hippograph.models import Episode, EpisodeKind, Role
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.server.test_write_acknowledgement import messages
 
 SAID = ["I moved to Lisbon last month and I work at Feedzai now.", "My manager is Ana Costa.",
@@ -40,7 +41,7 @@ def test_the_child_extracts_what_the_process_extracts() -> None:
 
 def test_a_dead_child_is_replaced_and_what_it_was_extracting_stays_pending(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, extraction=ExtractionSettings(separate_process=True))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url=LOCAL) as c:
         first = _child_pid()
         os.kill(first, signal.SIGKILL)
         time.sleep(0.2)

@@ -18,6 +18,7 @@ from hippograph.extraction.base import Extraction, Extractor
 from hippograph.models import Episode, MessageIn, Role, stable_id, utcnow
 from hippograph.server.app import create_app
 from hippograph.service import Hippograph
+from tests.apps import LOCAL
 
 PROBE = "I live in Seattle and I love hiking."
 SECRET = "Qorvexhaven"  # a town no one else mentions: its only source is the message under test
@@ -25,7 +26,7 @@ SECRET = "Qorvexhaven"  # a town no one else mentions: its only source is the me
 
 @pytest.fixture
 def client(tmp_path) -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(data_dir=tmp_path / "data"))) as c:
+    with TestClient(create_app(Settings(data_dir=tmp_path / "data")), base_url=LOCAL) as c:
         yield c
 
 
@@ -94,7 +95,7 @@ def test_a_memory_delete_leaves_other_sources_and_rewords_the_relation(client: T
 
 def test_a_deleted_message_leaves_the_session_summary(tmp_path) -> None:
     settings = Settings(data_dir=tmp_path, sessions=SessionSettings(summary_threshold=6, summary_keep_recent=2))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         for i in range(8):
             city = SECRET if i == 1 else f"town number {i}"
             say(client, "rae", "s", f"r{i}", f"Step {i}: we decided the offsite moves to {city} in May.")
@@ -112,7 +113,7 @@ def test_a_deleted_message_leaves_the_session_summary(tmp_path) -> None:
 
 def test_expiry_keeps_the_client_ids_of_what_it_cites(tmp_path) -> None:
     settings = Settings(data_dir=tmp_path, sessions=SessionSettings(ttl_seconds=3600))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         say(client, "sam", "s1", "x1", PROBE)
         svc: Hippograph = client.app.state.service
         assert svc.expire_sessions(now=utcnow() + timedelta(hours=2)) == 1
@@ -201,7 +202,7 @@ def store_secret(client: TestClient, user: str = "val") -> None:
 @pytest.mark.parametrize("how", ["memory", "session", "user"])
 def test_deleted_text_leaves_every_file_after_the_sweep(tmp_path, how: str) -> None:
     data = tmp_path / "data"
-    with TestClient(create_app(Settings(data_dir=data))) as client:
+    with TestClient(create_app(Settings(data_dir=data)), base_url=LOCAL) as client:
         store_secret(client)
         svc: Hippograph = client.app.state.service
         svc.close()  # everything written reaches the files, as after a restart
@@ -220,7 +221,7 @@ def test_deleted_text_leaves_every_file_after_the_sweep(tmp_path, how: str) -> N
 def test_optimize_compacts_what_was_deleted(tmp_path) -> None:
     data = tmp_path / "data"
     settings = Settings(data_dir=data)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         store_secret(client)
         assert client.delete("/v1/users/val/memories/v1").status_code == 200
     from hippograph.cli import main

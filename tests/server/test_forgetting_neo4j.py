@@ -13,6 +13,7 @@ from neo4j import Driver
 from hippograph.config import GraphSettings, Settings
 from hippograph.server.app import create_app
 from hippograph.service import Hippograph
+from tests.apps import LOCAL
 from tests.server.test_forgetting import SECRET, files_holding, say, search
 
 URI = os.environ.get("HIPPOGRAPH_TEST_NEO4J_URI", "")
@@ -34,7 +35,7 @@ def test_deleted_text_leaves_the_neo4j_graph(tmp_path, driver: Driver, how: str)
                     "MATCH (n) WHERE n.user_id = owner DETACH DELETE n", user=user).consume()
     assert holding(driver, secret) == []
     settings = Settings(data_dir=tmp_path / "data", graph=GraphSettings(backend="neo4j", uri=URI))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         say(client, user, "s1", "v1", f"I live in {secret} and I love hiking.")
         say(client, user, "s2", "v2", "Remind me to water the plants.")
         assert any(secret in f["fact"] for f in client.get(f"/v1/users/{user}/profile").json()["facts"])

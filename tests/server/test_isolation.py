@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from hippograph.auth import Scope
 from hippograph.config import GraphSettings, Settings
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.contracts.conftest import drop_keys, neo4j_uri, wipe_neo4j
 
 TENANTS = ("acme", "globex", "initech")
@@ -224,7 +225,7 @@ def test_no_identity_reads_or_changes_another(tmp_path, backend: str) -> None:
         wipe_neo4j()
     settings = _settings(tmp_path, backend)
     try:
-        with TestClient(create_app(settings)) as client:
+        with TestClient(create_app(settings), base_url=LOCAL) as client:
             run_isolation(client, seed=random.SystemRandom().randrange(10**6))
     finally:
         if backend == "neo4j":

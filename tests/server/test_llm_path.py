@@ -20,6 +20,7 @@ from hippograph.models import MessageIn, Role
 from hippograph.notes_model.corpus import catalogue
 from hippograph.server.app import create_app
 from hippograph.wiring import build
+from tests.apps import LOCAL
 from tests.fakes.answers import answer
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -117,7 +118,7 @@ def test_one_bad_answer_is_asked_again(fake: FakeOpenAI, broken: str) -> None:
 def test_a_failing_endpoint_falls_back_to_spacy_and_loses_nothing(tmp_path, fake: FakeOpenAI, broken: str) -> None:
     settings = llm_settings(fake, tmp_path, timeout_seconds=1.0, max_retries=0, answer_retries=1)
     fake.set_default(broken)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         resp = client.post("/v1/memories", json={"user_id": "xia", "session_id": "s", "messages": [
             {"id": "x1", "role": "user", "content": "I live in Lisbon and I work at Globex."}]})
         assert resp.status_code == 200, resp.text

@@ -29,7 +29,7 @@ TURN = [{"id": "m1", "role": "user", "content": "I live in Lyon and I work at Ac
 @pytest.fixture
 def keyed(tmp_path, monkeypatch) -> Iterator[ServerProcess]:
     monkeypatch.setenv("HIPPOGRAPH_AUTH__BOOTSTRAP_KEY", KEY)
-    monkeypatch.setenv("HIPPOGRAPH_MCP__ALLOWED_HOSTS", '["memory.example.com"]')
+    monkeypatch.setenv("HIPPOGRAPH_ALLOWED_HOSTS", '["memory.example.com"]')
     srv = ServerProcess(tmp_path / "data")
     srv.start()
     yield srv
@@ -117,7 +117,7 @@ def test_host_allowlist(keyed: ServerProcess) -> None:
         same = httpx.post(f"{keyed.url}/mcp", json=init, headers={**headers, "Host": shouted})
         assert same.status_code == 200, (shouted, same.text)
     evil = httpx.post(f"{keyed.url}/mcp", json=init, headers={**headers, "Host": "evil.example.net"})
-    assert evil.status_code in (400, 403, 421), evil.text
+    assert evil.status_code == 421, evil.text
 
 
 def _stdio(*args: str) -> StdioServerParameters:

@@ -15,6 +15,7 @@ from hippograph.errors import BackendUnavailable, DataRejected
 from hippograph.graph.neo4j_store import Neo4jGraphStore
 from hippograph.models import Entity
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.conftest import ROOT
 
 URI = os.environ.get("HIPPOGRAPH_TEST_NEO4J_URI", "")
@@ -33,7 +34,7 @@ def readme_queries() -> list[str]:
 def test_neo4j_backend_end_to_end(tmp_path, driver: Driver) -> None:
     user = f"alice-{uuid.uuid4().hex[:8]}"
     settings = Settings(data_dir=tmp_path, graph=GraphSettings(backend="neo4j", uri=URI))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         assert client.get("/readyz").json()["graph"] == "Neo4jGraphStore"
         for session, mid, text, ts in [
             ("monday", "m2", "I manage the Northwest region at Acme Corp.", "2024-01-10T10:00:00Z"),

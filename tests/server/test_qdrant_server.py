@@ -21,6 +21,7 @@ from hippograph.server.app import create_app
 from hippograph.vectors.payload import SPEAKER_FIELD, TIME_FIELD
 from hippograph.vectors.qdrant_store import QdrantVectorStore
 from hippograph.wiring import build
+from tests.apps import LOCAL
 from tests.conftest import ROOT, free_port
 
 SCRIPT = ROOT / "scripts" / "qdrant-server"
@@ -92,7 +93,7 @@ def _found(client: TestClient, query: str) -> set[str]:
 
 def test_the_api_on_a_qdrant_server_that_is_killed_and_comes_back(tmp_path: Path, qdrant: QdrantProcess) -> None:
     service = build(_settings(tmp_path, qdrant))
-    with TestClient(create_app(service=service)) as client:
+    with TestClient(create_app(service=service), base_url=LOCAL) as client:
         acked = _write(client, ["m1", "m2"], ["I moved to Nairobi in May.", "My sister Ines plays the cello."])
         assert acked.status_code == 200, acked.text
         assert "m1" in _found(client, "Where do I live? Nairobi")

@@ -21,6 +21,7 @@ from hippograph.models import MessageIn, Role
 from hippograph.server.app import create_app
 from hippograph.sweeper import Sweeper
 from hippograph.wiring import build
+from tests.apps import LOCAL
 from tests.conftest import ROOT
 from tests.fakes.answers import answer
 from tests.fakes.openai_server import FakeOpenAI
@@ -74,7 +75,7 @@ def test_a_failing_message_is_quarantined_and_never_holds_back_the_others(
     fake: FakeOpenAI, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, "hippograph.ingest")
-    with TestClient(create_app(settings(fake, tmp_path)), headers={"Authorization": f"Bearer {ADMIN}"}) as client:
+    with TestClient(create_app(settings(fake, tmp_path)), headers={"Authorization": f"Bearer {ADMIN}"}, base_url=LOCAL) as client:
         svc = client.app.state.service  # type: ignore[attr-defined]
         first = write(client, msg("m1", "I live in Oslo."), msg("bad", f"{POISON} I work at Acme."),
                       msg("m2", "I work at Initech."))
@@ -116,7 +117,7 @@ def test_a_failing_message_is_quarantined_and_never_holds_back_the_others(
 
 
 def test_another_tenants_admin_sees_none_of_it(fake: FakeOpenAI, tmp_path: Path) -> None:
-    with TestClient(create_app(settings(fake, tmp_path)), headers={"Authorization": f"Bearer {ADMIN}"}) as client:
+    with TestClient(create_app(settings(fake, tmp_path)), headers={"Authorization": f"Bearer {ADMIN}"}, base_url=LOCAL) as client:
         svc = client.app.state.service  # type: ignore[attr-defined]
         write(client, msg("bad", f"{POISON} hello there"))
         for _ in range(2):

@@ -32,6 +32,7 @@ from hippograph.llm.client import LLMClient
 from hippograph.llm.serve import bundled_model
 from hippograph.llm.usage import UsageMeter
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.conftest import ROOT, free_port
 
 MAX_TOKENS = 200  # ~2-15 s of decoding for the small model on a busy 2-core machine
@@ -95,7 +96,7 @@ def client(llm: tuple[str, str], tmp_path_factory) -> Iterator[TestClient]:
                         HIPPOGRAPH_SESSIONS__SUMMARY_THRESHOLD="4", HIPPOGRAPH_SESSIONS__SUMMARY_KEEP_RECENT="2").items():
             mp.setenv(k, v)
         settings = Settings()
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url=LOCAL) as c:
         yield c
 
 

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.config import SessionSettings, Settings, WorldSettings
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.unit.test_handoff import REPORT, ROLES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -50,7 +51,7 @@ def facts(client: TestClient) -> list[str]:
 def test_weeks_of_one_user(tmp_path) -> None:
     settings = Settings(data_dir=tmp_path, sessions=SessionSettings(ttl_seconds=4, sweep_seconds=3600),
                         world=WorldSettings(tool_ttl={"fx_rate": 600}))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         # week 1: who she is
         post(client, "w1",
              {"id": "w1-1", "role": "user", "content": "I live in Seattle and I work at Acme Corp.", "timestamp": at(21)},

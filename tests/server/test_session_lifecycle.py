@@ -17,6 +17,7 @@ from hippograph.lifecycle import covered_through, stored_summary
 from hippograph.models import Episode, EpisodeKind, MessageIn, Role, utcnow
 from hippograph.planner.summary import ExtractiveSummarizer, SummaryLine
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -136,7 +137,7 @@ def test_an_expired_session_is_gone_but_its_notes_stay() -> None:
 
 def test_expiry_over_http_with_a_short_ttl(tmp_path) -> None:
     settings = Settings(data_dir=tmp_path, sessions=SessionSettings(ttl_seconds=1, sweep_seconds=3600))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         body = {"user_id": "dan", "session_id": "s1", "messages": [
             {"id": "d1", "role": "user", "content": "Please always answer me in French."}]}
         assert client.post("/v1/memories", json=body).status_code == 200

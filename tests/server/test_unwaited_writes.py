@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from hippograph.config import ExtractionSettings, Settings
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.server.test_write_acknowledgement import code_word, messages
 
 
@@ -31,7 +32,7 @@ def settled(c: TestClient | httpx.Client, user: str, ids: list[str], timeout: fl
 
 @pytest.fixture
 def client(tmp_path: Path):
-    with TestClient(create_app(Settings(data_dir=tmp_path))) as c:
+    with TestClient(create_app(Settings(data_dir=tmp_path)), base_url=LOCAL) as c:
         yield c
 
 
@@ -160,7 +161,7 @@ def test_each_unwaited_write_is_extracted_as_its_own_batch(client: TestClient) -
 
 def test_past_the_backlog_an_unwaited_write_is_extracted_before_the_answer(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, extraction=ExtractionSettings(max_backlog=0))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url=LOCAL) as c:
         resp = c.post("/v1/memories", json={"user_id": "full", "wait": False, "messages": messages(5)})
         assert resp.status_code == 200, resp.text
         assert resp.json()["pending"] == [] and resp.json()["extractor"] == "spacy"

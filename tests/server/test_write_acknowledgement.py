@@ -15,6 +15,7 @@ from pydantic import SecretStr
 
 from hippograph.config import ExtractionSettings, LLMSettings, Settings
 from hippograph.server.app import create_app
+from tests.apps import LOCAL
 from tests.fakes.answers import answer
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -33,7 +34,7 @@ def messages(n: int) -> list[dict]:
 
 
 def test_a_2000_message_write_is_searchable_when_acknowledged_within_60s(tmp_path: Path) -> None:
-    with TestClient(create_app(Settings(data_dir=tmp_path))) as c:
+    with TestClient(create_app(Settings(data_dir=tmp_path)), base_url=LOCAL) as c:
         started = time.monotonic()
         resp = c.post("/v1/memories", json={"user_id": "bulk", "session_id": "s", "messages": messages(MAX_MESSAGES)})
         took = time.monotonic() - started
@@ -55,7 +56,7 @@ def llm_down(tmp_path: Path) -> Iterator[tuple[TestClient, FakeOpenAI]]:
                           timeout_seconds=5.0, cooldown_seconds=60.0)
         settings = Settings(data_dir=tmp_path, llm=llm,
                             extraction=ExtractionSettings(backend="llm", on_llm_failure="retry", batch_messages=100))
-        with TestClient(create_app(settings)) as c:
+        with TestClient(create_app(settings), base_url=LOCAL) as c:
             yield c, fake
 
 
