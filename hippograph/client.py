@@ -43,6 +43,7 @@ from hippograph.operations import (
     Operation,
     ProfileOut,
     SessionsOut,
+    UsersOut,
 )
 from hippograph.server.app import STATUS
 from hippograph.server.schemas import EntityOut, HandoffOut, NeighborsOut
@@ -162,6 +163,10 @@ class _Operations:
 
     def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
         return self.call("search", user_id=user_id, query=query, limit=limit)
+
+    def users(self, q: str | None = None, limit: int = 100) -> UsersOut:
+        """The ids of the key's tenant's users (those starting with `q`)."""
+        return self.call("users", q=q, limit=limit)
 
     def profile(self, user_id: str, history: bool = False) -> ProfileOut:
         return self.call("profile", user_id=user_id, history=history)

@@ -47,6 +47,15 @@ class UserRef(Strict):
     user_id: Id = Field(description="The user whose memory this is (your own id for them).")
 
 
+class UsersQuery(Strict):
+    q: str | None = Field(None, max_length=256, description="Only the user ids that start with this.")
+    limit: int = Field(100, ge=1, le=1000, description="At most this many.")
+
+
+class UsersOut(BaseModel):
+    users: list[str]
+
+
 class ProfileQuery(UserRef):
     history: bool = Field(False, description="Also list replaced items, with when each was valid.")
 
@@ -227,6 +236,10 @@ def _search(service: Hippograph, who: Principal, a: SearchRequest) -> list[Searc
     return service.search(_owner(service, who, a.user_id), a.query, a.limit)
 
 
+def _users(service: Hippograph, who: Principal, a: UsersQuery) -> UsersOut:
+    return UsersOut(users=service.graph.tenant_users(who.tenant, a.q or "", a.limit))
+
+
 def _profile(service: Hippograph, who: Principal, a: ProfileQuery) -> dict:
     return {**service.profile(_owner(service, who, a.user_id), include_history=a.history), "user_id": a.user_id}
 
@@ -322,6 +335,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "source ids. Use it to look something specific up; use get_context to prepare an answer.",
         tool="search"),
     Operation(
+        "users", "GET", "/v1/users", Scope.read, UsersQuery, UsersOut, _users,
+        "The ids of the users the key's tenant has memories of, in order (those starting with q only).",
+        absent={"mcp": "an agent acts for the user it is given; listing every user of a tenant is for the "
+                       "people who look after the memory (the /ui pages, the REST API, the SDK)"}),
+    Operation(
         "profile", "GET", "/v1/users/{user_id}/profile", Scope.read, ProfileQuery, ProfileOut, _profile,
         "The user's long-term profile: current facts, preferences and decisions, each with its id, when it "
         "was last updated and its source messages. history=true adds the items it replaced.",
@@ -400,6 +418,7 @@ REST_ONLY: dict[tuple[str, str], str] = {
     ("GET", "/v1/keys"): "key administration: `hippograph keys` and the REST API",
     ("DELETE", "/v1/keys/{key_id}"): "key administration: `hippograph keys` and the REST API",
     ("GET", "/v1/usage"): "operators' usage counts, read by monitoring, not by agents",
+    ("GET", "/v1/me"): "who the key sent is (tenant, scopes): what the /ui pages ask first",
     ("GET", "/v1/admin/quarantine"): "operators' view of failed messages: `hippograph doctor` and the REST API",
     ("POST", "/v1/admin/quarantine/release"): "operators' retry of failed messages: `hippograph doctor --release` "
                                               "and the REST API",

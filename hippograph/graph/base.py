@@ -58,6 +58,11 @@ class GraphStore(Protocol):
         """For each registered owner key: its (tenant, user id)."""
         ...
 
+    def tenant_users(self, tenant: str, prefix: str = "", limit: int = 100) -> list[str]:
+        """The tenant's user ids (those anything was stored for and not forgotten), in order, those
+        starting with `prefix` only, at most `limit`."""
+        ...
+
     def add_key(self, key: ApiKey) -> None: ...
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:

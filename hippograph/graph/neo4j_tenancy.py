@@ -21,6 +21,10 @@ ON CREATE SET u.user_id = $owner, u.name = $user, u.registered_at = $now
 RETURN u.user_id AS owner
 """
 OWNERS = "UNWIND $owners AS o MATCH (u:User {user_id: o}) RETURN o AS owner, u.tenant AS tenant, u.external_id AS user"
+TENANT_USERS = """
+MATCH (u:User {tenant: $tenant}) WHERE u.external_id STARTS WITH $prefix
+RETURN u.external_id AS user ORDER BY user LIMIT $limit
+"""
 _KEY = "k {.id, .tenant, .name, .scopes, .key_hash, .created_at, .revoked_at} AS k"
 ADD_KEY = "CREATE (k:ApiKey) SET k = $props"
 KEY_BY_HASH = f"MATCH (k:ApiKey {{key_hash: $hash}}) RETURN {_KEY}"
@@ -60,6 +64,9 @@ class Neo4jTenancy:
     def owners(self, owner_keys: Sequence[str]) -> dict[str, tuple[str, str]]:
         rows = self._query(OWNERS, owners=list(dict.fromkeys(owner_keys)))
         return {r["owner"]: (r["tenant"], r["user"]) for r in rows}
+
+    def tenant_users(self, tenant: str, prefix: str = "", limit: int = 100) -> list[str]:
+        return [r["user"] for r in self._query(TENANT_USERS, tenant=tenant, prefix=prefix, limit=limit)]
 
     def add_key(self, key: ApiKey) -> None:
         self._update(ADD_KEY, props=key_props(key))

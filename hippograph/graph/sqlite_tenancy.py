@@ -37,6 +37,11 @@ class SqliteTenancy:
                 out[r["owner"]] = (r["tenant"], r["user_id"])
         return out
 
+    def tenant_users(self, tenant: str, prefix: str = "", limit: int = 100) -> list[str]:
+        rows = self._rows("SELECT user_id FROM owners WHERE tenant=? AND substr(user_id, 1, ?)=? "
+                          "ORDER BY user_id LIMIT ?", (tenant, len(prefix), prefix, limit))
+        return [r["user_id"] for r in rows]
+
     def add_key(self, key: ApiKey) -> None:
         with self._tx() as c:
             c.execute("INSERT INTO api_keys(id, tenant, name, scopes, key_hash, created_at, revoked_at) "

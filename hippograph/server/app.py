@@ -34,12 +34,12 @@ from hippograph.errors import (
     Unauthorized,
 )
 from hippograph.inputs import METADATA_MAX_DEPTH
-from hippograph.server import openapi
+from hippograph.server import openapi, ui
 from hippograph.server.deps import auth_mode, is_loopback
 from hippograph.server.hosts import HostGuard, Hosts
 from hippograph.server.limits import BodySizeLimit
 from hippograph.server.ratelimit import RateLimiter
-from hippograph.server.routers import admin, graph, handoffs, health, keys, memories, usage, users
+from hippograph.server.routers import admin, graph, handoffs, health, keys, me, memories, usage, users
 from hippograph.service import Hippograph
 
 log = logging.getLogger("hippograph.server")
@@ -161,10 +161,11 @@ def create_app(settings: Settings | None = None, service: Hippograph | None = No
     mcp = mcp_server.mount(app, settings.host) \
         if settings.mcp.enabled else None
     for router in (health.router, memories.router, users.router, handoffs.router, graph.router, usage.router,
-                   keys.router, admin.router):
+                   keys.router, me.router, admin.router):
         app.include_router(router)
     openapi.install(app)
     _install_docs(app)
+    app.mount("/ui", ui.pages(), name="ui")  # the memory explorer: static pages over the same REST API
     return app
 
 

@@ -27,7 +27,7 @@ Service = Annotated[Hippograph, Depends(get_service)]
 
 # Declares the scheme in the OpenAPI spec; the header itself is read below, so that a malformed one is
 # a 401 rather than silently ignored.
-_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer hg_…`")
+bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer hg_…`")
 
 
 def is_loopback(host: str) -> bool:
@@ -70,7 +70,7 @@ def authenticate(request: Request, service: Hippograph) -> Principal:
 
 
 def _acting(scope: Scope) -> Callable[..., Principal]:
-    def principal(request: Request, service: Service, _: object = Depends(_bearer)) -> Principal:
+    def principal(request: Request, service: Service, _: object = Depends(bearer)) -> Principal:
         return service.tenancy.require(authenticate(request, service), scope)
     return principal
 

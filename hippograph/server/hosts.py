@@ -108,7 +108,7 @@ class HostGuard:
 
 
 async def _refuse(send: Send, status: int, error: str, detail: str) -> None:
-    body = json.dumps({"error": error, "detail": detail}).encode()
+    body = json.dumps({"error": error, "detail": detail}, separators=(",", ":")).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

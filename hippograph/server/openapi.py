@@ -43,11 +43,14 @@ class Readiness(BaseModel):
 COMMON_V1 = (401, 403, 429, 500, 503)
 WRITES = (507,)  # operations that write to the stores: the disk is full
 BODY = (400, 413, 422)  # operations with a JSON body: malformed JSON, over the size limit, invalid fields
+HOST = 421  # every route: a Host header that does not name the server (server.hosts)
 
 ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("GET", "/healthz"): (500,),
     ("GET", "/readyz"): (500, 503),
     ("GET", "/metrics"): COMMON_V1,  # usage counters: an admin key, like /v1/usage
+    ("GET", "/v1/me"): (401, 429, 500, 503),
+    ("GET", "/v1/users"): (*COMMON_V1, 422),
     ("POST", "/v1/memories"): (*COMMON_V1, *WRITES, *BODY, 409),
     ("POST", "/v1/context"): (*COMMON_V1, *BODY),
     ("POST", "/v1/search"): (*COMMON_V1, *BODY, 404),
@@ -80,7 +83,8 @@ _ERROR_REF = "#/components/schemas/ErrorBody"
 
 
 def _phrase(code: int) -> str:
-    return {507: "Insufficient storage (the disk is full)"}.get(code, HTTPStatus(code).phrase)
+    return {507: "Insufficient storage (the disk is full)",
+            421: "Misdirected request (the Host header does not name this server)"}.get(code, HTTPStatus(code).phrase)
 
 
 def _components() -> dict[str, Any]:
@@ -106,7 +110,7 @@ def document(app: FastAPI) -> dict[str, Any]:
     for path, item in spec.get("paths", {}).items():
         for method, op in item.items():
             responses = {k: v for k, v in op.get("responses", {}).items() if k != "422"}
-            for code in ERRORS.get((method.upper(), path), ()):
+            for code in (*ERRORS.get((method.upper(), path), ()), HOST):
                 model = OTHER_BODIES.get((method.upper(), path, code))
                 ref = f"#/components/schemas/{model.__name__}" if model else _ERROR_REF
                 responses[str(code)] = {"description": _phrase(code),

@@ -48,6 +48,19 @@ def test_owner_keys_are_per_tenant_and_registered_once(store: GraphStore) -> Non
     assert store.owners([first, other, "nope"]) == {first: ("acme", "alice"), other: ("globex", "alice")}
 
 
+def test_a_tenant_lists_its_own_users_only(store: GraphStore) -> None:
+    tenancy = Tenancy(store)
+    for tenant, user in (("acme", "bob"), ("acme", "alice"), ("acme", "al"), ("globex", "alma"), ("acme", "zed")):
+        tenancy.owner(tenant, user, create=True)
+    assert store.tenant_users("acme") == ["al", "alice", "bob", "zed"]
+    assert store.tenant_users("acme", prefix="al") == ["al", "alice"]
+    assert store.tenant_users("acme", limit=2) == ["al", "alice"]
+    assert store.tenant_users("globex") == ["alma"] and store.tenant_users("initech") == []
+    assert store.tenant_users("acme", prefix="%") == [] and store.tenant_users("acme", prefix="_") == []
+    store.delete_user(store.owner_of("acme", "bob") or "")
+    assert store.tenant_users("acme") == ["al", "alice", "zed"]
+
+
 def test_concurrent_first_writes_agree_on_the_owner(store: GraphStore) -> None:
     with ThreadPoolExecutor(8) as pool:
         got = set(pool.map(lambda _: store.owner_of("acme", "bob", new_owner=new_owner()), range(16)))

@@ -61,6 +61,28 @@ def test_cli_json_names_the_key_once(keyed) -> None:
     assert {k["id"] for k in json.loads(listed.stdout)} == {k["id"] for k in keys.values()}
 
 
+def test_a_key_says_who_it_is_and_lists_its_tenants_users_only(keyed) -> None:
+    client, keys, _ = keyed
+    me = client.get("/v1/me", headers=bearer(keys["reader"]["key"]))
+    assert me.status_code == 200, me.text
+    assert me.json() == {"tenant": "acme", "scopes": ["read"], "key_id": keys["reader"]["id"], "key_name": None,
+                         "auth": "keys"}
+    assert client.get("/v1/me").status_code == 401
+    remember(client, keys["writer"]["key"], "ulla", "I live in Oslo.")
+    remember(client, keys["writer"]["key"], "uwe", "I live in Bonn.")
+    remember(client, keys["globex"]["key"], "uma", "I live in Lima.")
+    assert client.get("/v1/users?q=u", headers=bearer(keys["reader"]["key"])).json() == {"users": ["ulla", "uwe"]}
+    assert client.get("/v1/users?q=u", headers=bearer(keys["globex"]["key"])).json() == {"users": ["uma"]}
+    assert client.get("/v1/users?q=u&limit=1", headers=bearer(keys["reader"]["key"])).json() == {"users": ["ulla"]}
+    assert client.get("/v1/users?limit=0", headers=bearer(keys["reader"]["key"])).status_code == 422
+
+
+def test_an_open_server_says_so(tmp_path) -> None:
+    with TestClient(create_app(Settings(data_dir=tmp_path / "d")), base_url=LOCAL) as client:
+        assert client.get("/v1/me").json() == {"tenant": "default", "scopes": ["read", "write", "admin"],
+                                               "key_id": None, "key_name": None, "auth": "open"}
+
+
 def test_a_key_is_stored_only_as_its_hash(tmp_path) -> None:
     # (files are read with no store open: closing any descriptor of an open SQLite file drops its locks)
     made = create_key(tmp_path, "acme", "read")

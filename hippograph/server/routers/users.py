@@ -18,6 +18,8 @@ from hippograph.operations import (
     SessionRef,
     SessionsOut,
     UserRef,
+    UsersOut,
+    UsersQuery,
     run,
 )
 from hippograph.server.deps import Admin, Reader, Service, Writer
@@ -27,6 +29,13 @@ router = APIRouter(prefix="/v1/users", tags=["users"])
 UserId = Path(min_length=1, max_length=256)
 ActorQuery = Query("api", min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$",
                    description="Who deletes it, for the audit log.")
+
+
+@router.get("")
+def users(service: Service, who: Reader, q: str | None = Query(None, max_length=256),
+          limit: int = Query(100, ge=1, le=1000)) -> UsersOut:
+    """The ids of the users the key's tenant has memories of, in order (`q`: those starting with it)."""
+    return run(service, who, "users", UsersQuery(q=q, limit=limit))
 
 
 @router.get("/{user_id}/profile")
