@@ -231,6 +231,7 @@ async function deleteNote(n, unsure) {
 }
 
 // --- graph ---------------------------------------------------------------------------------------------------
+const MAX_NEW = 150;  // new nodes one expansion draws
 async function graphView(show) {
   const search = el("input", { id: "entity-search", placeholder: "find an entity", size: 24 });
   const list = el("div", { id: "entity-list" });
@@ -267,11 +268,19 @@ async function graphView(show) {
   const expand = async (id) => {
     const sub = await api("GET", `/v1/graph/entities/${q(id)}/neighbors?user_id=${q(state.user)}&depth=1`);
     const added = [];
-    for (const e of sub.entities) {
-      if (cy.getElementById(e.id).empty()) added.push({ group: "nodes", data: { id: e.id, label: e.is_user ? `${e.name} (user)` : e.name, type: e.type, user: e.is_user } });
+    // a neighbourhood at a time, and at most MAX_NEW new nodes of it: a user who has thousands of
+    // neighbours stays drawable, the rest are found by name and drawn from there
+    const fresh = sub.entities.filter((e) => cy.getElementById(e.id).empty());
+    for (const e of fresh.slice(0, MAX_NEW)) {
+      added.push({ group: "nodes", data: { id: e.id, label: e.is_user ? `${e.name} (user)` : e.name, type: e.type, user: e.is_user } });
+    }
+    const drawn = new Set([...cy.nodes().map((n) => n.id()), ...added.map((a) => a.data.id)]);
+    if (fresh.length > MAX_NEW) {
+      side.append(el("p", { class: "muted small", id: "not-drawn" },
+        `${fresh.length - MAX_NEW} more neighbours are not drawn: find one by name above to start from it.`));
     }
     for (const r of sub.relations) {
-      if (cy.getElementById(r.id).empty()) {
+      if (cy.getElementById(r.id).empty() && drawn.has(r.source_id) && drawn.has(r.target_id)) {
         added.push({ group: "edges", data: { id: r.id, source: r.source_id, target: r.target_id, label: r.predicate, old: Boolean(r.invalid_at), relation: r } });
       }
       predicates.add(r.predicate);

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="NOT TESTED: no `chromium` on PATH, so the /ui pages were not tried in a browser "
                              "(scripts/test installs it with apt-get; run `apt-get install chromium`)")
 NEO4J = os.environ.get("HIPPOGRAPH_TEST_NEO4J_URI", "")
+QDRANT = os.environ.get("HIPPOGRAPH_TEST_QDRANT_URL", "")
 SHOTS = os.environ.get("HIPPOGRAPH_UI_SCREENSHOTS")  # a folder: save a picture of each page there
 MARKUP = "<script>window.pwned = 1</script> I love <b>hiking</b> on weekends."
 CONVERSATION = [
@@ -39,8 +41,8 @@ CONVERSATION = [
 
 
 class Served:
-    def __init__(self, server: ServerProcess, keys: dict[str, str], stderr: Path) -> None:
-        self.server, self.keys, self.stderr = server, keys, stderr
+    def __init__(self, server: ServerProcess, keys: dict[str, str]) -> None:
+        self.server, self.keys = server, keys
         self.url = server.url
 
     def api(self, method: str, path: str, key: str = "writer", **kw: object) -> httpx.Response:
@@ -56,24 +58,34 @@ def _make_key(data: Path, env: dict[str, str], tenant: str, scopes: str) -> str:
     return json.loads(done.stdout.strip().splitlines()[-1])["key"]
 
 
-@pytest.fixture(scope="module", params=["embedded", "neo4j"])
+@pytest.fixture(scope="module", params=["embedded", "neo4j+qdrant"])
 def served(request, tmp_path_factory) -> Iterator[Served]:
     """A server with keys made by the CLI before it started (acme: writer, reader; globex: writer) and the
     README walkthrough's user, alice, with a manager and a message that holds markup."""
     env: dict[str, str] = {}
-    if request.param == "neo4j":
+    if request.param == "neo4j+qdrant":
         if not NEO4J:
             pytest.fail("HIPPOGRAPH_TEST_NEO4J_URI is not set: run the tests with scripts/test, which starts Neo4j")
+        if not QDRANT:
+            pytest.skip("NOT TESTED: no Qdrant server (HIPPOGRAPH_TEST_QDRANT_URL; scripts/test starts one from "
+                        "../shared/bin/qdrant), so /ui was not tried on Neo4j + Qdrant")
         with GraphDatabase.driver(NEO4J, auth=None) as driver, driver.session(database="neo4j") as session:
             session.run("MATCH (n) DETACH DELETE n").consume()
-        env = {"HIPPOGRAPH_GRAPH__BACKEND": "neo4j", "HIPPOGRAPH_GRAPH__URI": NEO4J}
+        env = {"HIPPOGRAPH_GRAPH__BACKEND": "neo4j", "HIPPOGRAPH_GRAPH__URI": NEO4J,
+               "HIPPOGRAPH_VECTORS__BACKEND": "qdrant", "HIPPOGRAPH_VECTORS__URL": QDRANT,
+               "HIPPOGRAPH_VECTORS__API_KEY": os.environ.get("HIPPOGRAPH_TEST_QDRANT_API_KEY", ""),
+               "HIPPOGRAPH_VECTORS__COLLECTION": f"ui_{uuid.uuid4().hex[:8]}",
+               "HIPPOGRAPH_VECTORS__CHECK_COMPATIBILITY": "false"}
     data = tmp_path_factory.mktemp("ui")
     keys = {"writer": _make_key(data, env, "acme", "read,write"), "reader": _make_key(data, env, "acme", "read"),
             "globex": _make_key(data, env, "globex", "read,write")}
-    server = ServerProcess(data, env={**env, "HIPPOGRAPH_LOG_LEVEL": "info"})
+    server = ServerProcess(data, env=env)
     server.start()
     try:
-        served = Served(server, keys, data / "server.log")
+        served = Served(server, keys)
+        ready = httpx.get(f"{server.url}/readyz", timeout=60).json()
+        assert (ready["graph"], ready["vectors"]) == (("Neo4jGraphStore", "QdrantVectorStore") if env else
+                                                      ("SqliteGraphStore", "EdgeVectorStore")), ready
         wrote = served.api("POST", "/v1/memories", json={"user_id": "alice", "session_id": "monday",
                                                            "messages": CONVERSATION})
         assert wrote.status_code == 200, wrote.text
@@ -105,7 +117,8 @@ def page(browser, served: Served) -> Iterator[object]:
     pg.set_default_timeout(60_000)
     pg.problems = []  # what the page's scripts threw, and dialogs they opened
     pg.on("pageerror", lambda e: pg.problems.append(f"error: {e}"))
-    pg.on("dialog", lambda d: (pg.problems.append(f"dialog: {d.message}"), d.accept()))
+    # "Delete …?" is asked with confirm(); any other dialog (an alert a memory's text might open) is a problem
+    pg.on("dialog", lambda d: (d.type != "confirm" and pg.problems.append(f"dialog: {d.message}"), d.accept()))
     # (the first /v1/me without a key is a 401 by design: that is how the page knows to ask for one)
     pg.on("console", lambda m: m.type == "error" and "status of 401" not in m.text
           and pg.problems.append(f"console: {m.text}"))
@@ -181,6 +194,27 @@ def test_the_profile_is_what_the_api_says_and_a_correction_shows_its_history(pag
     audit = served.api("GET", f"/v1/users/alice/audit?item_id={new['id']}").json()["events"]
     assert audit and all(e["action"] in history and e["actor"] in history for e in audit)
     assert any("memory explorer" in e["actor"] for e in audit)
+    assert not page.problems
+
+
+def test_an_unsure_note_is_confirmed_and_a_note_deleted(page, served: Served) -> None:
+    sign_in(page, served)
+    wait(page, "#unsure .note")
+    unsure = page.get_attribute("#unsure .note", "data-id")
+    text = notes_of(served)[unsure]["text"]
+    page.click(f'#unsure .note[data-id="{unsure}"] button.confirm')
+    page.wait_for_selector(f'.note[data-id="{unsure}"]', state="detached")
+    confirmed = next(n for n in notes_of(served).values() if n["text"] == text)
+    assert not confirmed["candidate"] and confirmed["confidence"] == 1.0
+    wait(page, f'.note[data-id="{confirmed["id"]}"]')
+    assert page.query_selector(f'#unsure .note[data-id="{confirmed["id"]}"]') is None
+
+    short = next(n for n in notes_of(served).values() if n["text"] == "I prefer short answers")
+    page.click(f'.note[data-id="{short["id"]}"] button.delete')
+    page.wait_for_selector(f'.note[data-id="{short["id"]}"]', state="detached")
+    assert short["id"] not in notes_of(served)
+    events = served.api("GET", f"/v1/users/alice/audit?item_id={short['id']}").json()["events"]
+    assert events[-1]["action"] == "delete" and "memory explorer" in events[-1]["actor"]
     assert not page.problems
 
 
