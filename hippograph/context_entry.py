@@ -133,8 +133,7 @@ class ContextEntry:
         """Of these episodes, those that said something since replaced, with what replaced it: shown as
         history, never as current (a memory block must not let a stale statement pass for today's truth)."""
         notes, relations = self.graph.superseded(user_id, episode_ids)
-        now = {n.id: n.text for n in self.graph.notes_by_ids(list({n.superseded_by for n in notes
-                                                                   if n.superseded_by}))}
+        now = self._latest({n.superseded_by for n in notes if n.superseded_by})
         out: dict[str, str] = {}
         for n in notes:
             if n.invalid_at is not None and n.superseded_by in now:
@@ -144,6 +143,27 @@ class ContextEntry:
             if r.invalid_at is not None:
                 for ep in r.source_episode_ids:
                     out.setdefault(ep, f"outdated since {r.invalid_at:%Y-%m-%d}")
+        return out
+
+    def _latest(self, ids: set[str], hops: int = 20) -> dict[str, str]:
+        """For each of these notes, the text of the note that holds now: the end of its chain of
+        replacements (a note replaced again points past itself), followed at most `hops` steps."""
+        step: dict[str, str] = {}
+        text: dict[str, str] = {}
+        todo = set(ids)
+        for _ in range(hops):
+            found = self.graph.notes_by_ids(list(todo)) if todo else []
+            text.update({n.id: n.text for n in found})
+            step.update({n.id: n.superseded_by for n in found if n.superseded_by})
+            todo = {n.superseded_by for n in found if n.superseded_by and n.superseded_by not in text}
+        out: dict[str, str] = {}
+        for start in ids:
+            at, seen = start, {start}
+            while at in step and step[at] in text and step[at] not in seen:
+                at = step[at]
+                seen.add(at)
+            if at in text:
+                out[start] = text[at]
         return out
 
     def _summary(self, stored: Episode | None, omitted: list[Episode]) -> list[ContextItem]:

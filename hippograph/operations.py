@@ -240,8 +240,9 @@ def _users(service: Hippograph, who: Principal, a: UsersQuery) -> UsersOut:
     return UsersOut(users=service.graph.tenant_users(who.tenant, a.q or "", a.limit))
 
 
-def _profile(service: Hippograph, who: Principal, a: ProfileQuery) -> dict:
-    return {**service.profile(_owner(service, who, a.user_id), include_history=a.history), "user_id": a.user_id}
+def _profile(service: Hippograph, who: Principal, a: ProfileQuery) -> ProfileOut:
+    return ProfileOut(**{**service.profile(_owner(service, who, a.user_id), include_history=a.history),
+                         "user_id": a.user_id})
 
 
 def _correct(service: Hippograph, who: Principal, a: NoteCorrection) -> CorrectedOut:
@@ -250,9 +251,9 @@ def _correct(service: Hippograph, who: Principal, a: NoteCorrection) -> Correcte
                         updated=new.valid_at.isoformat(), confidence=new.confidence)
 
 
-def _delete_note(service: Hippograph, who: Principal, a: NoteRef) -> dict:
+def _delete_note(service: Hippograph, who: Principal, a: NoteRef) -> DeletedOut:
     service.delete_note(_owner(service, who, a.user_id), a.item_id, actor=who.actor(a.actor))
-    return {"deleted": a.item_id}
+    return DeletedOut(deleted=a.item_id)
 
 
 def _audit(service: Hippograph, who: Principal, a: AuditQuery) -> AuditOut:
@@ -260,13 +261,13 @@ def _audit(service: Hippograph, who: Principal, a: AuditQuery) -> AuditOut:
     return AuditOut(user_id=a.user_id, events=[e.model_copy(update={"user_id": a.user_id}) for e in events])
 
 
-def _get_memory(service: Hippograph, who: Principal, a: MemoryRef) -> dict:
-    return {**service.get_memory(_owner(service, who, a.user_id), a.memory_id), "user_id": a.user_id}
+def _get_memory(service: Hippograph, who: Principal, a: MemoryRef) -> MemoryOut:
+    return MemoryOut(**{**service.get_memory(_owner(service, who, a.user_id), a.memory_id), "user_id": a.user_id})
 
 
-def _delete_memory(service: Hippograph, who: Principal, a: MemoryDelete) -> dict:
-    return {"deleted": service.delete_memory(_owner(service, who, a.user_id), a.memory_id,
-                                             actor=who.actor(a.actor))}
+def _delete_memory(service: Hippograph, who: Principal, a: MemoryDelete) -> DeletedOut:
+    return DeletedOut(deleted=service.delete_memory(_owner(service, who, a.user_id), a.memory_id,
+                                                    actor=who.actor(a.actor)))
 
 
 def _sessions(service: Hippograph, who: Principal, a: UserRef) -> SessionsOut:
@@ -279,9 +280,9 @@ def _end_session(service: Hippograph, who: Principal, a: SessionRef) -> EndedOut
                     memories_deleted=service.end_session(owner, a.session_id, actor=who.actor(a.actor)))
 
 
-def _handoff(service: Hippograph, who: Principal, a: HandoffRequest) -> dict:
+def _handoff(service: Hippograph, who: Principal, a: HandoffRequest) -> HandoffOut:
     owner = _owner(service, who, a.user_id)
-    return {**service.handoff(owner, a.session_id, a.task, a.to_agent), "user_id": a.user_id}
+    return HandoffOut(**{**service.handoff(owner, a.session_id, a.task, a.to_agent), "user_id": a.user_id})
 
 
 def _entities(service: Hippograph, who: Principal, a: EntitiesQuery) -> list[EntityOut]:
@@ -308,9 +309,9 @@ def _neighbors(service: Hippograph, who: Principal, a: NeighborsQuery) -> Neighb
                                source_episode_ids=r.source_episode_ids) for r in sub.relations])
 
 
-def _forget_user(service: Hippograph, who: Principal, a: UserRef) -> dict:
+def _forget_user(service: Hippograph, who: Principal, a: UserRef) -> DeletedOut:
     service.forget_user(_owner(service, who, a.user_id))
-    return {"deleted": a.user_id}
+    return DeletedOut(deleted=a.user_id)
 
 
 _ADMIN_ONLY = ("erasing a whole user is an administrator's act, not a tool a model should be able to pick; "

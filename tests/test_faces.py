@@ -72,3 +72,32 @@ def test_every_operation_is_an_sdk_method(cls: type) -> None:
         assert params <= set(op.input.model_fields), (op.name, params - set(op.input.model_fields))
         required = {n for n, f in op.input.model_fields.items() if f.is_required()}
         assert required <= params, (op.name, required - params)
+
+
+def test_every_answer_is_its_declared_model(tmp_path) -> None:
+    """A tool's answer is dumped through the operation's output model: an answer of another type (a dict
+    where a model is declared) would make pydantic warn on every call, as get_profile did."""
+    import warnings
+
+    from hippograph.auth import OPEN
+    from hippograph.operations import BY_NAME, run
+    from hippograph.wiring import build as build_service
+
+    service = build_service(Settings(data_dir=tmp_path / "data"))
+    service.open()
+    try:
+        said = [{"id": "m1", "role": "user", "content": "I live in Oslo and I work at Acme."},
+                {"id": "m2", "role": "user", "content": "I prefer tea."}]
+        run(service, OPEN, "remember", {"user_id": "ola", "session_id": "s", "messages": said})
+        calls = [("profile", {"user_id": "ola", "history": True}), ("get_memory", {"user_id": "ola", "memory_id": "m1"}),
+                 ("sessions", {"user_id": "ola"}), ("audit", {"user_id": "ola"}), ("users", {}),
+                 ("delete_memory", {"user_id": "ola", "memory_id": "m2"})]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for name, args in calls:
+                BY_NAME[name].tool_answer(run(service, OPEN, name, args))
+            note = BY_NAME["profile"].dump(run(service, OPEN, "profile", {"user_id": "ola"}))["facts"][0]["id"]
+            BY_NAME["delete_note"].tool_answer(run(service, OPEN, "delete_note", {"user_id": "ola", "item_id": note}))
+            BY_NAME["forget_user"].tool_answer(run(service, OPEN, "forget_user", {"user_id": "ola"}))
+    finally:
+        service.close()

@@ -134,3 +134,11 @@ def test_a_route_missing_from_the_table_stops_the_document() -> None:
     app.add_api_route("/v1/extra", extra, methods=["GET"])
     with pytest.raises(RuntimeError, match=r"\('GET', '/v1/extra'\)"):
         app.openapi()
+
+
+def test_health_answers_have_their_fields_in_the_document() -> None:
+    """ReDoc draws a sample from the schema: `{ }` or null when the answer has none."""
+    for path, fields in (("/healthz", {"status"}), ("/readyz", {"status", "graph", "vectors", "auth"})):
+        ref = DOC["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        schema = DOC["components"]["schemas"][ref.rsplit("/", 1)[1]]
+        assert fields <= set(schema["properties"]), path

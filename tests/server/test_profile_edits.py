@@ -17,6 +17,25 @@ def fact_about(client: TestClient, user: str, word: str) -> dict:
     return next(f for f in facts if word in f["fact"])
 
 
+def test_an_outdated_marker_names_the_note_that_holds_now(client: TestClient) -> None:
+    """A note replaced twice: the message it came from points at the latest note, not at the one between."""
+    remember(client, "mia", "m1", "I manage the Northwest region at Acme Corp.", "2024-02-01T10:00:00Z")
+    first = fact_about(client, "mia", "Northwest")
+    second = client.patch(f"/v1/users/mia/profile/{first['id']}", json={"text": "Manages the whole country"}).json()
+    third = client.patch(f"/v1/users/mia/profile/{second['id']}",
+                         json={"text": "Manages the whole country and Canada"}).json()
+    assert third["replaces"] == second["id"]
+    # the note between says so of another message only (as when a later message, not a person, replaced it)
+    remember(client, "mia", "m2", "I travel a lot for work.", "2024-03-01T10:00:00Z")
+    service = client.app.state.service
+    owner = service.tenancy.owner("default", "mia")
+    other = client.get("/v1/users/mia/memories/m2").json()["parts"][0]["id"]
+    service.graph.set_note_sources(owner, second["id"], [other])
+    ctx = client.post("/v1/context", json={"user_id": "mia", "query": "What does Mia manage at Acme?"}).json()
+    said = [i["text"] for i in ctx["sections"]["memories"] if i["provenance"] == ["m1"]]
+    assert said and said[0].endswith("now: Manages the whole country and Canada]"), said
+
+
 def test_correct_an_item_keeps_history_and_audits(client: TestClient) -> None:
     remember(client, "carol", "c1", "I live in Seattle.", "2024-02-01T10:00:00Z")
     old = fact_about(client, "carol", "Seattle")

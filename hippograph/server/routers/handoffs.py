@@ -10,7 +10,7 @@ router = APIRouter(prefix="/v1", tags=["handoffs"])
 
 
 @router.post("/handoffs", response_model=HandoffOut)
-def handoff(body: HandoffRequest, service: Service, who: Writer) -> dict:
+def handoff(body: HandoffRequest, service: Service, who: Writer) -> HandoffOut:
     """A handoff packet for the next agent: the session's conclusions (task, requirements, format,
     open questions), never its transcript. Ideas raised and then rejected appear only as what was
     decided instead ("exclude archived projects")."""

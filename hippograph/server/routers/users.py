@@ -9,11 +9,14 @@ from hippograph.operations import (
     AuditOut,
     AuditQuery,
     CorrectedOut,
+    DeletedOut,
     EndedOut,
     MemoryDelete,
+    MemoryOut,
     MemoryRef,
     NoteCorrection,
     NoteRef,
+    ProfileOut,
     ProfileQuery,
     SessionRef,
     SessionsOut,
@@ -39,14 +42,14 @@ def users(service: Service, who: Reader, q: str | None = Query(None, max_length=
 
 
 @router.get("/{user_id}/profile")
-def profile(service: Service, who: Reader, user_id: Id = UserId, history: bool = False) -> dict:
+def profile(service: Service, who: Reader, user_id: Id = UserId, history: bool = False) -> ProfileOut:
     """How Hippograph remembers the user: current facts, preferences and decisions
     (`?history=true` adds superseded items with their validity intervals)."""
     return run(service, who, "profile", ProfileQuery(user_id=user_id, history=history))
 
 
 @router.get("/{user_id}/profile/history")
-def profile_history(service: Service, who: Reader, user_id: Id = UserId) -> dict:
+def profile_history(service: Service, who: Reader, user_id: Id = UserId) -> ProfileOut:
     """Every profile item, current or replaced, with its validity interval (`valid_at`, `invalid_at`)
     and what replaced it; replaced items are never shown as current."""
     return run(service, who, "profile", ProfileQuery(user_id=user_id, history=True))
@@ -63,7 +66,7 @@ def correct_profile_item(service: Service, who: Writer, body: CorrectionRequest,
 
 @router.delete("/{user_id}/profile/{item_id}")
 def delete_profile_item(service: Service, who: Writer, item_id: Id, user_id: Id = UserId,
-                        actor: str = ActorQuery) -> dict:
+                        actor: str = ActorQuery) -> DeletedOut:
     """Delete a profile item: its text leaves every store and the audit log (the delete is recorded
     without it), the relations saying the same thing go too, and an item it replaced no longer points
     at it."""
@@ -84,7 +87,7 @@ def audit_log(
 
 
 @router.get("/{user_id}/memories/{memory_id}")
-def get_memory(service: Service, who: Reader, memory_id: Id, user_id: Id = UserId) -> dict:
+def get_memory(service: Service, who: Reader, memory_id: Id, user_id: Id = UserId) -> MemoryOut:
     """A stored message or document (a document comes in parts): its content, whether it is extracted
     and searchable yet (`status`: processed or pending) and which extractor processed it."""
     return run(service, who, "get_memory", MemoryRef(user_id=user_id, memory_id=memory_id))
@@ -92,7 +95,7 @@ def get_memory(service: Service, who: Reader, memory_id: Id, user_id: Id = UserI
 
 @router.delete("/{user_id}/memories/{memory_id}")
 def delete_memory(service: Service, who: Writer, memory_id: Id, user_id: Id = UserId,
-                  actor: str = ActorQuery) -> dict:
+                  actor: str = ActorQuery) -> DeletedOut:
     """Delete one message or document (the client's id, or ours; an expired one too while notes cite
     it) from every store, with the profile items and relations derived only from it; those with other
     sources no longer cite it, and session summaries lose its lines."""
@@ -114,6 +117,6 @@ def end_session(service: Service, who: Writer, session_id: Id, user_id: Id = Use
 
 
 @router.delete("/{user_id}")
-def forget_user(service: Service, who: Admin, user_id: Id = UserId) -> dict:
+def forget_user(service: Service, who: Admin, user_id: Id = UserId) -> DeletedOut:
     """Forget the user everywhere: episodes, notes, entities, relations and vectors."""
     return run(service, who, "forget_user", UserRef(user_id=user_id))
