@@ -9,17 +9,21 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from hippograph.auth import DEFAULT_TENANT
-from hippograph.bench.common import ABLATIONS
 from hippograph.config import Settings
-from hippograph.datasets import Batch, load_batches
 from hippograph.errors import HippographError, InvalidInput
-from hippograph.graph.base import GraphStore
-from hippograph.service import Hippograph
+
+if TYPE_CHECKING:  # the rest is imported where a command needs it: `--help` loads no server
+    from hippograph.datasets import Batch
+    from hippograph.graph.base import GraphStore
+    from hippograph.service import Hippograph
+
+
+DATA_DIR_HELP = "the folder of the embedded stores (default: HIPPOGRAPH_DATA_DIR, ./hippograph-data)"
 
 
 class CommandError(Exception):
@@ -48,7 +52,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     host, port = settings.host, args.port or settings.port
-    print(f"Hippograph: opening the stores in {settings.data_dir.resolve()} ...", file=sys.stderr)
+    _port_free(host, port)  # before anything is opened or made
+    print(f"Hippograph: opening {_stores(settings)} ...", file=sys.stderr)
     service = _open(args)  # fails here, with a clear message and exit code 2, if a store cannot open
     auth = settings.auth
     if not (is_loopback(host) or auth.disabled or auth.bootstrap_key or service.graph.has_keys()):
@@ -60,14 +65,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stores(settings: Settings) -> str:
+    """Where the stores are, as the start-up line says it."""
+    local = f"the data folder {settings.data_dir.resolve()}"
+    graph = f"Neo4j at {settings.graph.uri}" if settings.graph.backend == "neo4j" else None
+    vectors = f"Qdrant at {settings.vectors.url or settings.vectors.path}" if settings.vectors.backend == "qdrant" \
+        else None
+    if graph and vectors:
+        return f"{graph} and {vectors}"
+    return f"{graph or vectors} and {local}" if graph or vectors else f"the stores in {local}"
+
+
+def _port_free(host: str, port: int) -> None:
+    """A port another process listens on is said in one line, before the stores open."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server on that "
+                               "port? give another with --port)") from exc
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     """Create, list and revoke API keys in the system of record (the data dir's graph store, or Neo4j)."""
     from hippograph.auth import parse_scopes
     from hippograph.tenancy import Tenancy
     from hippograph.wiring import build_graph
 
-    graph = build_graph(_settings(args))
-    graph.open()
+    if args.keys == "create":  # the first key may come before anything was stored: it makes the store
+        graph = build_graph(_settings(args))
+        graph.open()
+    else:
+        graph = _open_graph(args)
     try:
         tenancy = Tenancy(graph)
         if args.keys == "create":
@@ -99,6 +132,9 @@ def _open_graph(args: argparse.Namespace) -> GraphStore:
     settings = _settings(args)
     if settings.graph.backend == "embedded" and not settings.data_dir.is_dir():
         raise CommandError(f"the data folder {settings.data_dir} does not exist: nothing was ever stored there "
+                           "(give the server's folder with --data-dir)")
+    if settings.graph.backend == "embedded" and not (settings.data_dir / "graph.sqlite3").is_file():
+        raise CommandError(f"the data folder {settings.data_dir} holds no Hippograph store "
                            "(give the server's folder with --data-dir)")
     graph = build_graph(settings)
     graph.open()
@@ -185,6 +221,8 @@ def _remote(args: argparse.Namespace) -> Iterator[Remote]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from hippograph.datasets import load_batches
+
     try:
         batches = load_batches(Path(args.file))
     except InvalidInput as exc:  # it names the file, and where in it the problem is
@@ -289,6 +327,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         os.environ["HIPPOGRAPH_EXTRACTION__BACKEND"] = args.extractor
     if args.bench == "locomo":
         from hippograph.bench import locomo
+        from hippograph.bench.common import ABLATIONS
 
         if args.budget < 1:
             raise InvalidInput(f"--budget must be a positive number of tokens, got {args.budget}")
@@ -413,39 +452,42 @@ def _url_arguments(parser: argparse.ArgumentParser, what: str, scope: str) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from importlib.metadata import version
+
     p = argparse.ArgumentParser(prog="hippograph", description="Memory server for LLM agents.")
+    p.add_argument("--version", action="version", version=f"hippograph {version('hippograph')}")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the HTTP API (embedded stores by default)")
     s.add_argument("--host")
     s.add_argument("--port", type=int)
-    s.add_argument("--data-dir", help="where the embedded stores keep their files (HIPPOGRAPH_DATA_DIR)")
+    s.add_argument("--data-dir", help=DATA_DIR_HELP)
     s.add_argument("--log-level", default="info")
     s.set_defaults(func=cmd_serve)
     i = sub.add_parser("ingest", help="ingest a JSON file of conversations (our format or LoCoMo's)")
     i.add_argument("file")
     i.add_argument("--user", help="store everything under this user id")
     _url_arguments(i, "post to a running server instead of opening the data dir", "write")
-    i.add_argument("--data-dir")
+    i.add_argument("--data-dir", help=DATA_DIR_HELP)
     i.add_argument("--tenant", help="without --url: the users' tenant (default: default)")
     i.set_defaults(func=cmd_ingest)
     q = sub.add_parser("query", help="print the context block for a question")
     q.add_argument("query")
     q.add_argument("--user", required=True)
     q.add_argument("--session")
-    q.add_argument("--budget", type=int)
+    q.add_argument("--budget", type=int, help="the block's token budget in tokens (default: HIPPOGRAPH_CONTEXT__TOKEN_BUDGET)")
     q.add_argument("--json", action="store_true", help="the whole response: sections, items, plan")
     _url_arguments(q, "ask a running server (POST /v1/context) instead of opening the data dir", "read")
-    q.add_argument("--data-dir")
+    q.add_argument("--data-dir", help=DATA_DIR_HELP)
     q.add_argument("--tenant", help="without --url: the user's tenant (default: default)")
     q.set_defaults(func=cmd_query)
     f = sub.add_parser("forget", help="forget a user everywhere, with the server stopped")
     f.add_argument("--user", required=True)
     f.add_argument("--tenant", default=DEFAULT_TENANT, help="the user's tenant (default: default)")
-    f.add_argument("--data-dir")
+    f.add_argument("--data-dir", help=DATA_DIR_HELP)
     f.set_defaults(func=cmd_forget)
     o = sub.add_parser("optimize", help="build the vector index (HNSW) and compact what was deleted out of the "
                                          "files, offline, with the server stopped")
-    o.add_argument("--data-dir")
+    o.add_argument("--data-dir", help=DATA_DIR_HELP)
     o.set_defaults(func=cmd_optimize)
     k = sub.add_parser("keys", help="create, list and revoke API keys")
     ks = k.add_subparsers(dest="keys", required=True)
@@ -470,16 +512,28 @@ def build_parser() -> argparse.ArgumentParser:
     from hippograph.llm.serve import add_parser as llm_parser
 
     llm_parser(sub)
-    from hippograph.mcp_server import add_parser as mcp_parser
-
-    mcp_parser(sub)
+    m = sub.add_parser("mcp", help="an MCP server over stdin/stdout, for desktop agents")
+    m.add_argument("--data-dir", help="the data folder to open (nothing else may hold it; else use --url)")
+    m.add_argument("--url", help="a running Hippograph server to forward to, instead of a data folder")
+    m.add_argument("--api-key", default=os.environ.get("HIPPOGRAPH_API_KEY"),
+                   help="with --url: the API key (default: $HIPPOGRAPH_API_KEY)")
+    m.set_defaults(func=cmd_mcp)
     return p
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from hippograph.mcp_server import command
+
+    return command(args)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # `hippograph query --json | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that closing stdout says nothing
+        return 0
     except CommandError as exc:
         print(f"hippograph: {exc}", file=sys.stderr)
         return 2

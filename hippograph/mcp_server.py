@@ -162,10 +162,18 @@ def local(service: Any) -> Execute:
     return execute
 
 
-def remote(client: Any) -> Execute:
-    """Calls through the SDK to a running server, as the SDK's API key."""
+def remote(client: Any, url: str = "", keyed: bool = True) -> Execute:
+    """Calls through the SDK to a running server, as the SDK's API key. A refused key is said in the terms of
+    this command (its --api-key and HIPPOGRAPH_API_KEY), not of an HTTP header the user never sends."""
     def execute(op: Operation, args: BaseModel, _: Request | None) -> Any:
-        return client.call(op.name, **args.model_dump(exclude_unset=True))
+        try:
+            return client.call(op.name, **args.model_dump(exclude_unset=True))
+        except Unauthorized as exc:
+            if not keyed:
+                raise Unauthorized(f"the server at {url} needs an API key: start `hippograph mcp --url {url}` "
+                                   "with --api-key KEY, or set HIPPOGRAPH_API_KEY") from exc
+            raise Unauthorized(f"the server at {url} refused the API key of --api-key / HIPPOGRAPH_API_KEY: "
+                               f"{exc}") from exc
     return execute
 
 
@@ -178,7 +186,7 @@ def serve_stdio(data_dir: Any = None, url: str | None = None, api_key: str | Non
         from hippograph.client import Client
 
         with Client(url, api_key=api_key) as client:
-            anyio.run(build(remote(client)).run_stdio_async)
+            anyio.run(build(remote(client, url, keyed=api_key is not None)).run_stdio_async)
         return
     from hippograph.config import Settings
     from hippograph.wiring import build as build_service
@@ -193,24 +201,13 @@ def serve_stdio(data_dir: Any = None, url: str | None = None, api_key: str | Non
         service.close()
 
 
-def add_parser(sub: Any) -> None:
-    """`hippograph mcp` for the command line."""
-    import os
-
-    m = sub.add_parser("mcp", help="an MCP server over stdin/stdout, for desktop agents")
-    m.add_argument("--data-dir", help="the data folder to open (nothing else may hold it; else use --url)")
-    m.add_argument("--url", help="a running Hippograph server to forward to, instead of a data folder")
-    m.add_argument("--api-key", default=os.environ.get("HIPPOGRAPH_API_KEY"),
-                   help="with --url: the API key (default: $HIPPOGRAPH_API_KEY)")
-
-    def cmd(args: Any) -> int:
-        if args.url and args.data_dir:
-            raise UsageError("give --data-dir or --url, not both")
-        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout carries the protocol only
-        serve_stdio(args.data_dir, args.url, args.api_key)
-        return 0
-
-    m.set_defaults(func=cmd)
+def command(args: Any) -> int:
+    """`hippograph mcp` (its arguments are declared in hippograph.cli)."""
+    if args.url and args.data_dir:
+        raise UsageError("give --data-dir or --url, not both")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout carries the protocol only
+    serve_stdio(args.data_dir, args.url, args.api_key)
+    return 0
 
 
 class UsageError(HippographError):

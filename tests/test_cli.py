@@ -181,3 +181,71 @@ def test_forget_reaches_a_user_no_url_can_name(tmp_path, capsys) -> None:
     assert not [p for p in data.rglob("*") if p.is_file() and b"qx81-vorpal" in p.read_bytes()]
     assert main(["forget", "--user", "team/zoe", "--data-dir", str(data)]) == 2  # already gone
     assert "unknown user 'team/zoe'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["keys", "revoke", "key_x"]])
+def test_keys_refuse_a_data_folder_that_does_not_exist(tmp_path, command) -> None:
+    line = refused(hippograph(*command, "--data-dir", "nothere", cwd=tmp_path))
+    assert line.startswith("hippograph: the data folder nothere does not exist")
+    assert not (tmp_path / "nothere").exists()
+    (tmp_path / "empty").mkdir()  # a folder that is there but holds no store is refused too, and left alone
+    assert "holds no Hippograph store" in refused(hippograph(*command, "--data-dir", "empty", cwd=tmp_path))
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_version_and_help(tmp_path) -> None:
+    from importlib.metadata import version
+
+    done = hippograph("--version", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == f"hippograph {version('hippograph')}"
+    helped = " ".join(hippograph("query", "--help", cwd=tmp_path).stdout.split())
+    assert "--data-dir DATA_DIR the folder of the embedded stores" in helped
+    assert "--budget BUDGET the block's token budget" in helped
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path) -> None:
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps(CONVERSATION))
+    assert main(["ingest", str(conv), "--data-dir", str(tmp_path / "data")]) == 0
+    proc = subprocess.Popen([sys.executable, "-m", "hippograph.cli", "query", "Where does Zoe work?", "--user", "zoe",
+                             "--json", "--data-dir", str(tmp_path / "data")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `| head -0`: nobody reads what it prints
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_busy_port_is_one_line_and_makes_nothing(tmp_path) -> None:
+    import socket
+
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        line = refused(hippograph("serve", "--port", str(port), "--data-dir", "data", cwd=tmp_path))
+    assert line.startswith(f"hippograph: cannot listen on 127.0.0.1:{port}") and "--port" in line
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_start_up_line_names_the_stores_it_opens(tmp_path) -> None:
+    from hippograph.cli import _stores
+    from hippograph.config import GraphSettings, Settings, VectorSettings
+
+    remote = Settings(data_dir=tmp_path, graph=GraphSettings(backend="neo4j", uri="bolt://db:7687"),
+                      vectors=VectorSettings(backend="qdrant", url="http://vectors:6333"))
+    assert _stores(remote) == "Neo4j at bolt://db:7687 and Qdrant at http://vectors:6333"
+    assert _stores(Settings(data_dir=tmp_path)) == f"the stores in the data folder {tmp_path.resolve()}"
+
+
+def test_the_open_mode_hint_names_the_data_folder(tmp_path, caplog) -> None:
+    from fastapi.testclient import TestClient
+
+    from hippograph.config import Settings
+    from hippograph.server.app import create_app
+    from tests.apps import LOCAL
+
+    with caplog.at_level("WARNING", logger="hippograph.server"), \
+            TestClient(create_app(Settings(data_dir=tmp_path / "d")), base_url=LOCAL):
+        pass
+    assert f"--scopes read,write --data-dir {tmp_path / 'd'}`" in caplog.text

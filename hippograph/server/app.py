@@ -63,8 +63,9 @@ def _bootstrap(settings: Settings, service: Hippograph) -> None:
                                      sorted(ALL_SCOPES), "bootstrap")
     mode = auth_mode(settings, service)
     if mode == "open":
+        where = f" --data-dir {settings.data_dir}" if settings.graph.backend == "embedded" else ""
         log.warning("no API key exists: the server runs OPEN on loopback (%s); create a key with "
-                    "`hippograph keys create --tenant T --scopes read,write` to require keys", settings.host)
+                    "`hippograph keys create --tenant T --scopes read,write%s` to require keys", settings.host, where)
     elif mode == "disabled":
         log.warning("HIPPOGRAPH_AUTH__DISABLED=true: requests without an API key are served as the default tenant")
 

@@ -139,3 +139,13 @@ def test_stdio_through_a_running_server(keyed: ServerProcess) -> None:
     # what the stdio server stored is in the running server
     profile = httpx.get(f"{keyed.url}/v1/users/dave/profile", headers={"Authorization": f"Bearer {KEY}"}).json()
     assert any(f["fact"] == "Lives in Grenoble" for f in profile["facts"])
+
+
+def test_stdio_without_a_key_names_the_option_to_give_it(keyed: ServerProcess) -> None:
+    async def main() -> None:
+        async with Client(_stdio("--url", keyed.url), read_timeout_seconds=120) as client:
+            out = await client.call_tool("get_profile", {"user_id": "dave"})
+            assert out.is_error
+            text = out.content[0].text
+            assert "--api-key" in text and "HIPPOGRAPH_API_KEY" in text and "Authorization" not in text, text
+    anyio.run(main)
