@@ -29,3 +29,15 @@ def test_neo4j_answers_and_stores(driver) -> None:
         found = session.run("MATCH (n:SmokeTest {marker: $m}) RETURN count(n) AS c", m=marker).single()["c"]
         session.run("MATCH (n:SmokeTest {marker: $m}) DELETE n", m=marker).consume()
     assert found == 1
+
+
+def test_neo4j_browser_is_told_the_bolt_port_in_use() -> None:
+    """Neo4j Browser fills its connect form from the server's discovery answer: with another Bolt port than
+    7687 (the tests' 7688) it must name that port."""
+    import httpx
+
+    http = os.environ.get("HIPPOGRAPH_TEST_NEO4J_HTTP")
+    if not (URI and http):
+        pytest.fail("HIPPOGRAPH_TEST_NEO4J_URI / _HTTP are not set: run the tests with scripts/test, which starts Neo4j")
+    discovery = httpx.get(f"{http}/", headers={"Accept": "application/json"}, timeout=60).json()
+    assert discovery["bolt_direct"] == URI.replace("localhost", "127.0.0.1"), discovery

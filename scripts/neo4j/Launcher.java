@@ -52,6 +52,9 @@ public class Launcher {
             dbms.set(new DatabaseManagementServiceBuilder(home)
                     .setConfig(BoltConnector.enabled, true)
                     .setConfig(BoltConnector.listen_address, new SocketAddress(HOST, boltPort))
+                    // what Neo4j Browser is told to connect to (its discovery answer): this port, not 7687
+                    .setConfig(BoltConnector.advertised_address, new SocketAddress(HOST, boltPort))
+                    .setConfig(HttpConnector.advertised_address, new SocketAddress(HOST, httpPort))
                     .setConfig(HttpConnector.enabled, true)
                     .setConfig(HttpConnector.listen_address, new SocketAddress(HOST, httpPort))
                     .setConfig(HttpsConnector.enabled, false)

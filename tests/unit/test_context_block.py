@@ -4,6 +4,7 @@ budget still has room for it."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -169,3 +170,15 @@ def test_a_session_of_thousands_of_alike_calls_links_only_what_is_shown() -> Non
     assert set(shown_by) == {"tool:c4999", "c0", "c1", "c4990"}
     assert shown_by["c0"][0] == ["c4999", "c4990", "c1", "tool:c4999"]  # latest first, then the line
     assert shown_by["c4990"][0] == ["c4999", "tool:c4999"]
+
+
+def test_a_result_past_its_validity_says_it_expired(client: TestClient) -> None:
+    """A result older than its tool's TTL (an hour by default) is shown with when it expired, in so many words."""
+    msgs = [say("x1", "user", "What is the EUR to USD rate?", 130), tool("x2", "fx", {"pair": "EURUSD"}, "1.0842", 125),
+            say("x3", "user", "Thanks, and the rate now?", 1)]
+    resp = client.post("/v1/memories", json={"user_id": "fx-user", "session_id": "fx", "messages": msgs})
+    assert resp.status_code == 200, resp.text
+    ctx = block(client, 1000, user="fx-user", session="fx")
+    shown = [i["text"] for s in ("pinned", "recent", "tools") for i in ctx["sections"][s] if "1.0842" in i["text"]]
+    assert shown and all(re.search(r"\(as of \d{4}-\d\d-\d\d \d\d:\d\d UTC; expired \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", t)
+                         for t in shown), shown
