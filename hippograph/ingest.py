@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -137,18 +137,21 @@ class Ingestor:
         now = utcnow()
         seq = self.graph.next_seq(user_id, session_id)
         out: list[Episode] = []
-        for m in messages:
+        for i, m in enumerate(messages):
+            # a message without a time of its own is said now, a microsecond after the one before it: the
+            # write's order is kept by everything that orders by time (the block's memories, a session)
+            said = m.timestamp or now + timedelta(microseconds=i)
             content, meta = m.content, {**metadata, **(m.metadata or {})}
             if m.role == Role.tool:
                 if len(content) > self.tool_output_chars:
                     meta["original_chars"] = len(content)
                     content = essentials(content, self.tool_output_chars)
-                meta.update(self._observation(m, m.timestamp or now))
+                meta.update(self._observation(m, said))
             key = m.id or new_id("msg")
             out.append(Episode(
                 id=stable_id("ep", user_id, key) if m.id else key, user_id=user_id, session_id=session_id,
                 agent_id=agent_id, kind=EpisodeKind.message, role=m.role, name=m.name, content=content,
-                client_id=m.id, timestamp=m.timestamp or now, seq=seq, metadata=meta,
+                client_id=m.id, timestamp=said, seq=seq, metadata=meta,
             ))
             seq += 1
         for d in documents:

@@ -33,6 +33,16 @@ _NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "
                         "really", "very", "also", "just", "my", "our", "and", "or", "but", "than", "more", "over"})
 
 
+
+_SPACE_BEFORE = re.compile(r"\s+([,;:.!?)\]])")
+
+
+def tidy(text: str) -> str:
+    """A note's text as a person writes it: no space before a comma or a closing bracket ("a nurse , mostly
+    nights" -> "a nurse, mostly nights"), whoever left it there (the words of the message, or the rules'
+    rewriting of them)."""
+    return _SPACE_BEFORE.sub(r"\1", text)
+
 class NoteChange(BaseModel):
     id: str
     kind: str
@@ -98,6 +108,7 @@ class NoteWriter:
         touched: list[Note] = []
         events: list[AuditEvent] = []
         for n in ex.notes:
+            n = n.model_copy(update={"text": tidy(n.text)})  # compared with the current notes as it is stored
             at = when.get(n.episode_id, utcnow())
             also: list[Note] = []  # more current notes the new one replaces (the judgement's related slots)
             if n.judged is not None and n.judged.vector and self.learned is not None:

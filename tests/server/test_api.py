@@ -198,3 +198,19 @@ def test_long_session_gets_a_summary_first(client: TestClient) -> None:
     summary = ctx["sections"]["summary"]
     assert summary and {p for i in summary for p in i["provenance"]} <= {f"L{i}" for i in range(3, 30)}
     assert ctx["context"].startswith("## Summary of earlier conversation")
+
+
+def test_memories_of_one_write_keep_its_order(client: TestClient) -> None:
+    """Messages sent without timestamps in one write are shown in the order they were said, on either
+    side of the rank: the question before its answer, though the answer matches the query better."""
+    said = [("q1", "user", "Who is going to lead the Lisbon office from March?"),
+            ("a1", "assistant", "Priya Raman will lead the Lisbon office from March."),
+            ("q2", "user", "And who takes over the Porto team then?"),
+            ("a2", "assistant", "Tomas Reis takes over the Porto team.")]
+    post(client, "ordered", "s1", [{"id": i, "role": r, "content": c} for i, r, c in said])
+    ctx = client.post("/v1/context", json={"user_id": "ordered", "query": "Priya Raman Lisbon office lead"}).json()
+    memories = ctx["context"].split("## Relevant memories")[1]
+    at = [memories.find(c) for _, _, c in said if c in memories]
+    assert len(at) >= 2 and at == sorted(at), memories
+    stamps = [client.get(f"/v1/users/ordered/memories/{i}").json()["parts"][0]["timestamp"] for i, _, _ in said]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)

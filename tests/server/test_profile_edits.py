@@ -128,3 +128,10 @@ def test_a_statement_said_earlier_but_stored_later_joins_the_history(client: Tes
     remember(client, "hana", "h3", "I just moved to Quito.", "2024-06-02T10:00:00Z")
     facts = [f["fact"] for f in client.get("/v1/users/hana/profile").json()["facts"]]
     assert any("Quito" in f for f in facts) and fixed["text"] not in facts, facts
+
+
+def test_a_note_has_no_space_before_its_commas(client: TestClient, rules_client: TestClient) -> None:
+    for c in (client, rules_client):
+        remember(c, "nell", "n1", "I'm a pediatric nurse , mostly night shifts.", "2024-02-01T10:00:00Z")
+        texts = [f["fact"] for f in c.get("/v1/users/nell/profile").json()["facts"]]
+        assert any("nurse, mostly night shifts" in t for t in texts) and not any(" ," in t for t in texts), texts
