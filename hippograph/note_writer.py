@@ -145,16 +145,16 @@ class NoteWriter:
                 self.graph.add_note(note)
                 self.graph.supersede_note(note.id, current.id, current.valid_at)
                 stale.append(note.id)
-                events += [audit_event(user_id, actor, "create", note.id, note.text, None, at),
-                           audit_event(user_id, actor, "supersede", note.id, note.text, current.id,
-                                       current.valid_at)]
+                # (an audit event is dated when it happens; when the note holds is its valid_at)
+                events += [audit_event(user_id, actor, "create", note.id, note.text, None),
+                           audit_event(user_id, actor, "supersede", note.id, note.text, current.id)]
                 continue
             self.graph.add_note(note)
-            events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None, at))
+            events.append(audit_event(user_id, actor, "create", note.id, note.text, current.id if current else None))
             for old in [current, *also] if current is not None else []:
                 self.graph.supersede_note(old.id, note.id, at)
                 stale.append(old.id)
-                events.append(audit_event(user_id, actor, "supersede", old.id, old.text, note.id, at))
+                events.append(audit_event(user_id, actor, "supersede", old.id, old.text, note.id))
             touched.append(note)
             changes.append(NoteChange(id=note.id, kind=note.kind.value, text=note.text,
                                            superseded=current.id if current else None))

@@ -135,3 +135,15 @@ def test_a_note_has_no_space_before_its_commas(client: TestClient, rules_client:
         remember(c, "nell", "n1", "I'm a pediatric nurse , mostly night shifts.", "2024-02-01T10:00:00Z")
         texts = [f["fact"] for f in c.get("/v1/users/nell/profile").json()["facts"]]
         assert any("nurse, mostly night shifts" in t for t in texts) and not any(" ," in t for t in texts), texts
+
+
+def test_a_notes_audit_entry_comes_after_the_message_it_came_from(client: TestClient) -> None:
+    """The audit log says when things happened to the memory: a note is made after its message is stored,
+    whenever the message says it was said (its valid_at says that)."""
+    remember(client, "otto", "o1", "I live in Graz.", "2021-05-01T10:00:00Z")  # said long ago
+    events = client.get("/v1/users/otto/audit").json()["events"]
+    stored = next(e["at"] for e in events if e["item_kind"] == "memory" and e["action"] == "create")
+    notes = [e for e in events if e["item_kind"] == "note"]
+    assert notes and all(e["at"] >= stored for e in notes), events
+    history = client.get("/v1/users/otto/profile/history").json()["facts"]
+    assert next(f for f in history if "Graz" in f["fact"])["valid_at"].startswith("2021-05-01")
