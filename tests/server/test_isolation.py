@@ -112,6 +112,8 @@ def attempts(attacker: Identity, victim: Identity) -> Iterator[tuple[str, str, d
         yield "post", "/v1/memories/status", {"json": {"user_id": user, "ids": victim.ids["memories"]}}
         yield "post", "/v1/admin/quarantine/release", {"json": {"user_id": user, "ids": victim.ids["memories"]}}
     yield "get", "/v1/usage", {"params": {"user_id": u}}
+    yield "get", "/v1/users", {"params": {"q": victim.user[:1]}}
+    yield "get", "/v1/me", {}
     yield "get", "/v1/admin/quarantine", {}
     yield "get", "/metrics", {}
 
@@ -155,6 +157,12 @@ def run_isolation(client: TestClient, seed: int) -> None:
     admin = {t: tenancy.create_key(t, [Scope.read, Scope.write, Scope.admin])[1] for t in TENANTS}
     people = world(client, rng, admin)
     before = {p.name: snapshot(client, p) for p in people}
+    # a key lists its own tenant's users only (before the attempts below store some under victims' ids),
+    # and says it is its own tenant's
+    for p in people:
+        listed = client.get("/v1/users", headers=p.headers, params={"limit": 1000}).json()["users"]
+        assert set(listed) == {o.user for o in people if o.tenant == p.tenant}, (p.name, listed)
+        assert client.get("/v1/me", headers=p.headers).json()["tenant"] == p.tenant
     pairs = [(a, v) for a in people for v in people if a.tenant != v.tenant]
     rng.shuffle(pairs)
     leaks: list[str] = []

@@ -6,11 +6,14 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 
 
 def run_serve(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hippograph.cli", "serve", *args], check=False, cwd=ROOT,
+    """`hippograph serve` on a free port (the port is checked first: a busy default port would hide the
+    failure each test is about)."""
+    return subprocess.run([sys.executable, "-m", "hippograph.cli", "serve", "--port", str(free_port()), *args],
+                          check=False, cwd=ROOT,
                           capture_output=True,
                           text=True, timeout=120, env={**os.environ, **(env or {})})
 
@@ -18,7 +21,7 @@ def run_serve(*args: str, env: dict | None = None) -> subprocess.CompletedProces
 def test_data_dir_in_use_by_another_server(server_factory, tmp_path) -> None:
     data = tmp_path / "data"
     server_factory(data)
-    out = run_serve("--data-dir", str(data), "--port", "1")
+    out = run_serve("--data-dir", str(data))
     assert out.returncode == 2
     assert "in use by another process" in out.stderr and "Traceback" not in out.stderr
 
