@@ -195,9 +195,9 @@ class _Operations:
     def entities(self, user_id: str, q: str | None = None, limit: int = 50) -> list[EntityOut]:
         return self.call("entities", user_id=user_id, q=q, limit=limit)
 
-    def neighbors(self, user_id: str, entity: str, depth: int = 1) -> NeighborsOut:
-        """By the entity's id or its name."""
-        return self.call("neighbors", user_id=user_id, entity=entity, depth=depth)
+    def neighbors(self, user_id: str, entity: str, depth: int = 1, history: bool = False) -> NeighborsOut:
+        """By the entity's id or its name; `history`: the relations that no longer hold too."""
+        return self.call("neighbors", user_id=user_id, entity=entity, depth=depth, history=history)
 
     def audit(self, user_id: str, item_id: str | None = None, limit: int = 1000, kind: str | None = None) -> AuditOut:
         return self.call("audit", user_id=user_id, item_id=item_id, limit=limit, kind=kind)

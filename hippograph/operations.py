@@ -113,6 +113,8 @@ class NeighborsQuery(UserRef):
                            description="An entity's id, or its name (\"Acme Corp\"): a name is looked up "
                                        "among the user's entities.")
     depth: int = Field(1, ge=1, le=4, description="How many hops to follow.")
+    history: bool = Field(False, description="Also the relations that no longer hold (with their invalid_at), and "
+                                             "the entities only they reach.")
 
 
 # --- outputs that were plain objects -------------------------------------------------------------------
@@ -299,7 +301,7 @@ def _neighbors(service: Hippograph, who: Principal, a: NeighborsQuery) -> Neighb
         if not named:
             raise NotFound(f"this user has no entity {entity_id!r}")
         entity_id = named[0].id
-    sub = service.neighbors(owner, entity_id, a.depth)
+    sub = service.neighbors(owner, entity_id, a.depth, include_invalid=a.history)
     return NeighborsOut(
         entity_id=entity_id, depth=a.depth,
         entities=[EntityOut(**e.model_dump()) for e in sub.entities],

@@ -23,6 +23,7 @@ from hippograph.errors import Conflict, NotFound
 from hippograph.extraction.base import Extraction, Extractor
 from hippograph.forgetting import Compactor, Forgetting
 from hippograph.graph.base import GraphStore, Subgraph
+from hippograph.graph.forget import relations_stating
 from hippograph.ingest import Ingestor
 from hippograph.lifecycle import SessionKeeper
 from hippograph.llm.usage import UsageMeter
@@ -376,12 +377,17 @@ class Hippograph(WriteEntry, ContextEntry):
             now = utcnow()
             new = Note(id=new_id("note"), user_id=user_id, kind=old.kind, text=text.strip(), slot=old.slot,
                        valid_at=now, source_episode_ids=list(old.source_episode_ids), confidence=1.0)
+            # the graph's relations that said what the old text said, and the new one no longer says ("lives in
+            # Seattle" corrected to Portland), stop being current with it
+            still = {r.id for r in relations_stating(self.graph, new)}
+            ended = [r.id for r in relations_stating(self.graph, old) if r.invalid_at is None and r.id not in still]
             with self.graph.batch():
                 self.graph.add_note(new)
                 self.graph.supersede_note(old.id, new.id, now)
+                self.graph.invalidate_relations(ended, now)
                 self.graph.add_audit([audit_event(user_id, actor, "correct", new.id, new.text, old.id, now),
                                       audit_event(user_id, actor, "supersede", old.id, old.text, new.id, now)])
-            self.indexer.store.delete([old.id])
+            self.indexer.store.delete([old.id, *ended])
             self.indexer.index([note_record(new)])
         return new
 
@@ -437,11 +443,12 @@ class Hippograph(WriteEntry, ContextEntry):
         self._require_user(user_id)
         return self.graph.find_entities(user_id, q, limit)
 
-    def neighbors(self, user_id: str, entity_id: str, depth: int = 1) -> Subgraph:
-        """The user's entities within `depth` hops of one of theirs (another user's entity is unknown)."""
+    def neighbors(self, user_id: str, entity_id: str, depth: int = 1, include_invalid: bool = False) -> Subgraph:
+        """The user's entities within `depth` hops of one of theirs (another user's entity is unknown), by
+        current relations (`include_invalid`: by those that no longer hold too)."""
         if self.graph.get_entity(user_id, entity_id) is None:
             raise NotFound(f"this user has no entity {entity_id!r}")
-        return self.graph.neighbors(user_id, entity_id, depth=depth)
+        return self.graph.neighbors(user_id, entity_id, depth=depth, include_invalid=include_invalid)
 
 def _state(parts: Sequence[Episode]) -> str:
     """A message's, or a document's (its pieces together), processing state."""

@@ -266,7 +266,8 @@ async function graphView(show) {
   old.addEventListener("change", filter);
 
   const expand = async (id) => {
-    const sub = await api("GET", `/v1/graph/entities/${q(id)}/neighbors?user_id=${q(state.user)}&depth=1`);
+    // with the relations that no longer hold: the checkbox below shows or hides them
+    const sub = await api("GET", `/v1/graph/entities/${q(id)}/neighbors?user_id=${q(state.user)}&depth=1&history=true`);
     const added = [];
     // a neighbourhood at a time, and at most MAX_NEW new nodes of it: a user who has thousands of
     // neighbours stays drawable, the rest are found by name and drawn from there

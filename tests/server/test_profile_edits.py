@@ -147,3 +147,33 @@ def test_a_notes_audit_entry_comes_after_the_message_it_came_from(client: TestCl
     assert notes and all(e["at"] >= stored for e in notes), events
     history = client.get("/v1/users/otto/profile/history").json()["facts"]
     assert next(f for f in history if "Graz" in f["fact"])["valid_at"].startswith("2021-05-01")
+
+
+def test_a_correction_ends_the_relation_that_said_the_old_thing(client: TestClient) -> None:
+    """'I live in Seattle' corrected to Portland: the graph's LIVES_IN Seattle is no longer current (it stays,
+    dated, as history), and a relation the new text still says stays current."""
+    remember(client, "ines", "i1", "I live in Seattle.", "2024-02-01T10:00:00Z")
+    remember(client, "ines", "i2", "I manage the Northwest region at Acme Corp.", "2024-02-02T10:00:00Z")
+
+    def relations() -> dict[str, dict]:
+        user = next(e for e in client.get("/v1/graph/entities", params={"user_id": "ines", "limit": 500}).json()
+                    if e["is_user"])
+        around = client.get(f"/v1/graph/entities/{user['id']}/neighbors",
+                            params={"user_id": "ines", "history": "true"}).json()
+        names = {e["id"]: e["name"] for e in around["entities"]}
+        return {f"{r['predicate']} {names[r['target_id']]}": r for r in around["relations"]}
+
+    before = relations()
+    assert before["LIVES_IN Seattle"]["invalid_at"] is None
+    kept = [k for k in before if "Acme" in k]
+    assert kept and all(before[k]["invalid_at"] is None for k in kept)
+    city = fact_about(client, "ines", "Seattle")
+    assert client.patch(f"/v1/users/ines/profile/{city['id']}", json={"text": "I live in Portland"}).status_code == 200
+    job = fact_about(client, "ines", "Northwest")
+    assert client.patch(f"/v1/users/ines/profile/{job['id']}",
+                        json={"text": "I manage the Northwest and Southwest regions at Acme Corp"}).status_code == 200
+    after = relations()
+    assert after["LIVES_IN Seattle"]["invalid_at"] is not None  # history, not today's truth
+    assert all(after[k]["invalid_at"] is None for k in kept)  # still said by the corrected text
+    current = client.get("/v1/graph/neighbors", params={"user_id": "ines", "entity": "Seattle"})
+    assert current.status_code == 200 and current.json()["relations"] == []  # without history: current only

@@ -222,9 +222,16 @@ def test_the_graph_walks_from_the_user_to_their_manager(page, served: Served) ->
     sign_in(page, served, view="graph")
     wait(page, until="() => window.hippographGraph && window.hippographGraph.nodes().length > 1")
     user = next(e for e in served.api("GET", "/v1/graph/entities?user_id=alice&limit=500").json() if e["is_user"])
-    around = served.api("GET", f"/v1/graph/entities/{user['id']}/neighbors?user_id=alice").json()
+    around = served.api("GET", f"/v1/graph/entities/{user['id']}/neighbors?user_id=alice&history=true").json()
     drawn = page.evaluate("window.hippographGraph.nodes().map(n => n.id())")
     assert sorted(drawn) == sorted(e["id"] for e in around["entities"])
+    # the city corrected on the profile page is history: its relation is drawn only when asked for
+    old = [r["id"] for r in around["relations"] if r["invalid_at"] is not None]
+    assert old, around["relations"]
+    hidden = "ids => ids.every(i => window.hippographGraph.getElementById(i).hasClass('hidden'))"
+    assert page.evaluate(hidden, old)
+    page.check("#show-old")
+    assert not page.evaluate("ids => ids.some(i => window.hippographGraph.getElementById(i).hasClass('hidden'))", old)
     manager = next(r for r in around["relations"] if "MANAGER" in r["predicate"])
     boss = next(e for e in around["entities"] if e["id"] == manager["target_id"])
     assert boss["name"] == "Dana Smith"
