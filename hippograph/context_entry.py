@@ -152,7 +152,9 @@ class ContextEntry:
         text: dict[str, str] = {}
         todo = set(ids)
         for _ in range(hops):
-            found = self.graph.notes_by_ids(list(todo)) if todo else []
+            if not todo:
+                break
+            found = self.graph.notes_by_ids(list(todo))
             text.update({n.id: n.text for n in found})
             step.update({n.id: n.superseded_by for n in found if n.superseded_by})
             todo = {n.superseded_by for n in found if n.superseded_by and n.superseded_by not in text}

@@ -33,7 +33,6 @@ _NOTE_STOP = frozenset({"a", "an", "the", "at", "for", "in", "on", "of", "to", "
                         "really", "very", "also", "just", "my", "our", "and", "or", "but", "than", "more", "over"})
 
 
-
 _SPACE_BEFORE = re.compile(r"\s+([,;:.!?)\]])")
 
 
@@ -42,6 +41,7 @@ def tidy(text: str) -> str:
     nights" -> "a nurse, mostly nights"), whoever left it there (the words of the message, or the rules'
     rewriting of them)."""
     return _SPACE_BEFORE.sub(r"\1", text)
+
 
 class NoteChange(BaseModel):
     id: str

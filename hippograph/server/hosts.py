@@ -12,10 +12,10 @@ hosts too; clients that are not browsers send no Origin and are not affected."""
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -93,22 +93,19 @@ class HostGuard:
         origin = headers.get(b"origin")
         if not self.hosts.allows(host):
             shown = host if len(host) <= 100 else host[:100] + "…"
-            await _refuse(send, 421, "MisdirectedRequest",
-                          f"this server does not answer the host name {shown!r}: it answers its loopback names "
-                          "and its bind address; add the name by which clients reach it to "
-                          "HIPPOGRAPH_ALLOWED_HOSTS")
+            await _refusal(421, "MisdirectedRequest",
+                           f"this server does not answer the host name {shown!r}: it answers its loopback names "
+                           "and its bind address; add the name by which clients reach it to "
+                           "HIPPOGRAPH_ALLOWED_HOSTS")(scope, receive, send)
             return
         if origin is not None and scope["method"] not in SAFE_METHODS \
                 and not self.hosts.allows_origin(origin.decode("latin-1")):
-            await _refuse(send, 403, "Forbidden",
-                          "a request from a web page of another origin may not change this server's memories; "
-                          "add that page's host to HIPPOGRAPH_ALLOWED_HOSTS if it is yours")
+            await _refusal(403, "Forbidden",
+                           "a request from a web page of another origin may not change this server's memories; "
+                           "add that page's host to HIPPOGRAPH_ALLOWED_HOSTS if it is yours")(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
 
-async def _refuse(send: Send, status: int, error: str, detail: str) -> None:
-    body = json.dumps({"error": error, "detail": detail}, separators=(",", ":")).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+def _refusal(status: int, error: str, detail: str) -> JSONResponse:
+    return JSONResponse({"error": error, "detail": detail}, status_code=status)

@@ -294,7 +294,6 @@ async function graphView(show) {
     if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(); }  // a few nodes: keep labels at their size
     return added.length;
   };
-  window.hippographExpand = expand;
 
   cy.on("tap", "node", async (ev) => {
     const node = ev.target;
