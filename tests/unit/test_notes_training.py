@@ -339,3 +339,32 @@ def test_a_notes_own_words_leave_the_others_where_they_stand_as_words() -> None:
     assert train._without_words("I am heavy truck driver in Dammam", ["dammam"]) == "I am heavy truck driver in"
     assert train._without_words("moved to Lagos, la la land", ["la"]) == "moved to Lagos, land"
     assert train._without_words("vegan now, or veggie", ["vegetarian|veggie"]) == "vegan now, or"
+
+
+def test_the_instructions_bench_scores_one_off_and_lasting_pieces_out_of_writer(tmp_path: Path) -> None:
+    """`bench/notes_instructions.py` on a small corpus of two writers and a held-out folder: each writer's share
+    of one-off instructions and of lasting preferences stated as notes, counted over the pieces so labelled, by
+    the judgement trained without that writer; the held-out folder by the one trained on both."""
+    import json
+    import subprocess
+    import sys
+
+    for w in ("w38", "w41", "w43"):
+        first = json.loads(min((NOTES / w).glob("*.json")).read_text())
+        folder = tmp_path / ("held" if w == "w43" else "corpus/" + w)
+        folder.mkdir(parents=True)
+        (folder / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:4]}))
+    script = Path(__file__).resolve().parents[2] / "bench" / "notes_instructions.py"
+    run = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "corpus"), "--held-out",
+                          str(tmp_path / "held"), "--folds", "2", "--least", "1", "--hidden", "0", "--out", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert set(report["writers"]) == {"w38", "w41"} and "one-off instructions stated as notes" in run.stdout
+    for w, got in report["writers"].items():
+        seqs = corpus.load_all([tmp_path / "corpus" / w / "part-01.json"])
+        rows, _ = train.features(seqs)
+        assert got["instructions"] == sum(r.act == "instructs" for r in rows) > 0
+        assert got["lasting"] > 0 and 0.0 <= got["instructions_stated"] <= 1.0 and 0.0 <= got["lasting_stated"] <= 1.0
+    held = report["held_out"][str(tmp_path / "held")]
+    assert held["instructions"] > 0 and set(held["notes"]) >= {"all", "false_note_rate"}
