@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hippograph.bench.common import machine
 from hippograph.notes_model import corpus, judge, train
 from hippograph.notes_model.features import Row
 from hippograph.notes_model.judge import Judgement
@@ -100,6 +101,8 @@ def main(argv: list[str]) -> int:
             notes = train.simulate(everyone, hs, hr, hx, limits)
             report["held_out"][str(folder)] = {**shares(hr, stated(everyone, hr, hx, limits)), "notes": notes,
                                                "objective": round(train.objective(notes), 4)}
+    report |= {"command": " ".join(["python", "bench/notes_instructions.py", *argv]),
+               "seconds": round(time.perf_counter() - began), "machine": machine()}
     s = report["summary"]
     print(f"out of writer ({args.folds} groups), mean (min-max) over the writers with {args.least}+ pieces:\n"
           f"  one-off instructions stated as notes: {s['instructions_stated']['mean']:.3f} "
