@@ -12,8 +12,10 @@ their sequences by the simulation the thresholds are chosen on (`train.simulate`
 
     python bench/notes_instructions.py --cache /tmp/notes-cache --held-out bench/extraction/instructions \\
         --out bench/results/notes-instructions.json
-    python bench/notes_instructions.py --cache /tmp/notes-cache --without w38,w39,w40,w41,w42,w43 \\
-        --held-out bench/extraction/instructions --out bench/results/notes-instructions-42.json
+    python bench/notes_instructions.py --cache /tmp/notes-cache --without w38,w39,w40,w41,w42,w43,w44,w45,w46,w47,w48,w49 \\
+        --held-out bench/extraction/instructions --limits OLD_WEIGHTS --out bench/results/notes-instructions-42.json
+
+(`OLD_WEIGHTS`: a folder with the thresholds of the judgement of before, `limits.json` of revision e425d91.)
 """
 
 from __future__ import annotations
@@ -45,10 +47,9 @@ def stated(j: Judgement, rows: list[Row], x: np.ndarray, limits: judge.Threshold
     """Per piece: whether the judgement makes it a note the context block states."""
     cx = j.clause_features(x, [r.text for r in rows])
     acts, slots = j.act.probabilities(cx), j.slot.probabilities(cx)
-    note = acts[:, [j.act.classes.index(a) for a in corpus.NOTE_ACTS]].sum(axis=1)
-    retract = acts[:, j.act.classes.index("retracts")]
-    return np.array([judge.act_of(float(n), float(r), limits) == "note" and n * s.max() >= limits.stated
-                     for n, r, s in zip(note, retract, slots, strict=True)])
+    answers = [judge.Answer(dict(zip(j.act.classes, a, strict=True)), s, xi) for a, s, xi in zip(acts, slots, x, strict=True)]
+    return np.array([judge.act_of(a.note, a.retract, limits) == "note" and a.note * a.slots.max() >= limits.stated
+                     for a in answers])
 
 
 def shares(rows: list[Row], said: np.ndarray) -> dict[str, float]:
