@@ -184,6 +184,11 @@ class _Pool:
         with self._turn:
             return sorted(c.proc.pid for c in self._all if c.alive)
 
+    def busy(self) -> list[int]:
+        """The process ids of the live children that are out on a call."""
+        with self._turn:
+            return sorted(c.proc.pid for c in self._all - set(self._idle) if c.alive)
+
     def _take(self) -> _Child:
         with self._turn:
             while True:

@@ -53,12 +53,15 @@ def test_a_dead_child_is_replaced_and_what_it_was_extracting_stays_pending(tmp_p
         big = threading.Thread(target=lambda: answers.append(
             c.post("/v1/memories", json={"user_id": "u", "messages": messages(2000)[3:]})))
         big.start()
-        deadline = time.monotonic() + 60
-        while c.get("/v1/users/u/memories/m1999").status_code != 200 and time.monotonic() < deadline:
-            time.sleep(0.05)  # stored: its extraction (10 s or more for 1997 messages) starts now
-        time.sleep(0.5)
-        os.kill(_child_pid(), signal.SIGKILL)
-        big.join(120)
+        pool = _CHILDREN.get((DEFAULT_MODEL, 128, 100_000))
+        deadline = time.monotonic() + 120
+        while not pool.busy() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until a child extracts the write's messages (10 s or more for 1997 of them)
+        busy = pool.busy()
+        assert busy, "no child took the write's extraction within 120 s"
+        os.kill(busy[0], signal.SIGKILL)
+        big.join(300)  # a new child reads its model, then extracts the messages again in halves
+        assert not big.is_alive(), "the write was not answered within 300 s of the kill"
         body = answers[0].json()
         assert answers[0].status_code == 200 and len(body["stored"]) == 1997
         # a new child extracted the killed call's messages again, in halves (the messages might have been

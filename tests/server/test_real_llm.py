@@ -36,6 +36,9 @@ from tests.apps import LOCAL
 from tests.conftest import ROOT, free_port
 
 MAX_TOKENS = 200  # ~2-15 s of decoding for the small model on a busy 2-core machine
+#: how long a call may take: the default 60 s ran out at a load of 6 on 2 cores (the model then decodes at a
+#: token or two a second), and a call that times out leaves nothing of the model's to check
+TIMEOUT = 300
 KEY = secrets.token_urlsafe(16)  # the server requires it, as a shared one would
 
 
@@ -84,7 +87,8 @@ def env(llm: tuple[str, str], **more: str) -> dict[str, str]:
     url, model = llm
     return {"HIPPOGRAPH_EXTRACTION__BACKEND": "llm", "HIPPOGRAPH_LLM__BASE_URL": url, "HIPPOGRAPH_LLM__MODEL": model,
             "HIPPOGRAPH_LLM__API_KEY": KEY,
-            "HIPPOGRAPH_LLM__MAX_TOKENS": str(MAX_TOKENS), "HIPPOGRAPH_LLM__MAX_RETRIES": "0",
+            "HIPPOGRAPH_LLM__MAX_TOKENS": str(MAX_TOKENS), "HIPPOGRAPH_LLM__TIMEOUT_SECONDS": str(TIMEOUT),
+            "HIPPOGRAPH_LLM__MAX_RETRIES": "0",
             "HIPPOGRAPH_LLM__ANSWER_RETRIES": "1", "HIPPOGRAPH_LLM__COOLDOWN_SECONDS": "0", **more}
 
 
@@ -117,8 +121,8 @@ def test_the_server_names_its_model_and_honours_a_json_schema(llm: tuple[str, st
         "model": model, "max_tokens": 60, "temperature": 0,
         "messages": [{"role": "user", "content": "Three of us moved to Lisbon. Answer in JSON."}],
         "response_format": {"type": "json_schema", "json_schema": {"name": "Move", "schema": schema}}}
-    assert httpx.post(f"{url}/chat/completions", json=question, timeout=60).status_code == 401  # no key
-    resp = httpx.post(f"{url}/chat/completions", json=question, headers=auth, timeout=60)
+    assert httpx.post(f"{url}/chat/completions", json=question, timeout=TIMEOUT).status_code == 401  # no key
+    resp = httpx.post(f"{url}/chat/completions", json=question, headers=auth, timeout=TIMEOUT)
     assert resp.status_code == 200, resp.text
     body = resp.json()
     answer = json.loads(body["choices"][0]["message"]["content"])  # the grammar allows nothing else
