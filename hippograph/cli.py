@@ -53,16 +53,37 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     host, port = settings.host, args.port or settings.port
     _port_free(host, port)  # before anything is opened or made
+    auth = settings.auth
+    needs_key = not (is_loopback(host) or auth.disabled or auth.bootstrap_key)
+    if needs_key and not _keys_exist(settings):  # said before the models load and anything is made
+        print(NO_KEY.format(host=host), file=sys.stderr)
+        return 2
     print(f"Hippograph: opening {_stores(settings)} ...", file=sys.stderr)
     service = _open(args)  # fails here, with a clear message and exit code 2, if a store cannot open
-    auth = settings.auth
-    if not (is_loopback(host) or auth.disabled or auth.bootstrap_key or service.graph.has_keys()):
+    if needs_key and not service.graph.has_keys():  # when the store could not be read alone above
         service.close()
         print(NO_KEY.format(host=host), file=sys.stderr)
         return 2
     print(f"Hippograph on http://{host}:{port} (API docs at /docs)", file=sys.stderr)
     uvicorn.run(create_app(settings, service=service), host=host, port=port, log_level=args.log_level)
     return 0
+
+
+def _keys_exist(settings: Settings) -> bool:
+    """Whether the system of record holds a key, read alone (an embedded store not yet made holds none); True
+    when it cannot be read here: opening the service then says what is wrong."""
+    from hippograph.wiring import build_graph
+
+    if settings.graph.backend == "embedded" and not (settings.data_dir / "graph.sqlite3").is_file():
+        return False
+    graph = build_graph(settings)
+    try:
+        graph.open()
+        return graph.has_keys()
+    except HippographError:
+        return True
+    finally:
+        graph.close()
 
 
 def _stores(settings: Settings) -> str:

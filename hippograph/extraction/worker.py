@@ -57,8 +57,9 @@ def _receive(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
-#: Added to a new child's first call: the time its model takes to load.
-LOAD_SECONDS = 60.0
+#: Added to a new child's first call: the time its model takes to load (6 s on a quiet 2-core machine; more than
+#: 90 s at a load of 12 with memory short)
+LOAD_SECONDS = 120.0
 
 
 class _Child:

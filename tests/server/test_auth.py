@@ -221,6 +221,7 @@ def test_serve_refuses_a_non_loopback_address_without_a_key(tmp_path) -> None:
     last = proc.stderr.strip().splitlines()[-1]
     assert "refusing to listen on 0.0.0.0 without an API key" in last and "hippograph keys create" in last
     assert "HIPPOGRAPH_AUTH__DISABLED=true" in last
+    assert not (tmp_path / "d").exists()  # said before anything is opened, loaded or made
 
 
 def test_a_bootstrap_key_from_the_environment(tmp_path) -> None:
