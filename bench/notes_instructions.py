@@ -78,9 +78,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--hidden", type=int, default=train.HIDDEN, help="units of the act and slot models' layer")
     ap.add_argument("--least", type=int, default=5, help="a writer counts in a mean with at least this many pieces")
     ap.add_argument("--limits", type=Path, default=judge.WEIGHTS, help="a folder with a limits.json")
+    ap.add_argument("--word-pairs", type=int, default=train.PAIR_WRITERS, metavar="WRITERS",
+                    help="the act and slot models also read pairs of words that at least this many writers used")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    train.PAIR_WRITERS = args.word_pairs
     left = set(filter(None, args.without.split(",")))
     files = [f for f in corpus.corpus_files(args.corpus) if f.parent.name not in left]
     began = time.perf_counter()

@@ -14,6 +14,7 @@ becomes a note, what it replaces, and what is taken back.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Sequence
@@ -75,20 +76,31 @@ _TERM = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
 def terms(text: str) -> set[str]:
-    """The words of a clause as the act and slot models read them: lower case, letters (and an apostrophe)."""
-    return set(_TERM.findall(text.lower()))
+    """The words of a clause as the act and slot models read them: lower case, letters (and an apostrophe), and
+    each two words that stand side by side ("this report", "from now"), joined by a space: the scope of an
+    instruction is often in a pair of words whose single words say nothing ("this" and "report")."""
+    found = _TERM.findall(text.lower())
+    return set(found) | {f"{a} {b}" for a, b in itertools.pairwise(found)}
 
 
-def vocabulary(texts: Sequence[str], writers: Sequence[str], least_writers: int = 3, least_count: int = 5) -> list[str]:
-    """The words used by at least `least_writers` writers and `least_count` times: what the models may read
-    beside the vectors. Words of one writer's domain or voice would fit that writer and no other."""
+def vocabulary(texts: Sequence[str], writers: Sequence[str], least_writers: int = 3, least_count: int = 5,
+               pair_writers: int | None = None, pair_count: int = 20) -> list[str]:
+    """The words used by at least `least_writers` writers and `least_count` times, and the pairs of words used by
+    at least `pair_writers` writers and `pair_count` times (None: no pairs): what the models may read beside the
+    vectors. Words of one writer's domain or voice would fit that writer and no other."""
     by: dict[str, set[str]] = {}
     count: dict[str, int] = {}
     for text, writer in zip(texts, writers, strict=True):
         for t in terms(text):
             by.setdefault(t, set()).add(writer)
             count[t] = count.get(t, 0) + 1
-    return sorted(t for t, ws in by.items() if len(ws) >= least_writers and count[t] >= least_count)
+
+    def kept(t: str) -> bool:
+        if " " not in t:
+            return len(by[t]) >= least_writers and count[t] >= least_count
+        return pair_writers is not None and len(by[t]) >= pair_writers and count[t] >= pair_count
+
+    return sorted(t for t in by if kept(t))
 
 
 def words(texts: Sequence[str], vocab: Sequence[str]) -> np.ndarray:

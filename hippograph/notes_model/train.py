@@ -39,6 +39,12 @@ DEFAULT_CORPUS = ROOT / "bench" / "notes"
 FEATURES_VERSION = 2
 #: a word the act and slot models read is one at least this many writers used (`judge.vocabulary`)
 LEAST_WRITERS = 3
+#: a pair of words side by side the act and slot models read is one at least this many writers used, at least
+#: `PAIR_COUNT` times (None: single words only; `--word-pairs`). Tried at 8 writers and 20 uses (2,801 pairs):
+#: out of writer the objective fell (0.653 -> 0.648, lower on 27 of 54 writers), so the packaged judgement reads
+#: single words (BENCHMARKS.md 'Instructions for the task at hand')
+PAIR_WRITERS: int | None = None
+PAIR_COUNT = 20
 #: the rectified units the act and slot models read their features through (`linear.fit`; 0: read directly).
 #: Trained on 21 writers and scored on 16 written after them (`bench/notes_hidden.py`), 128 units raised the
 #: objective on 12 of 16 (0.626 -> 0.635: precision 0.741 -> 0.764, recall 0.498 -> 0.528, false notes 0.055 ->
@@ -116,7 +122,8 @@ def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
     """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart. The
     act and slot models read their features through `hidden` rectified units (0: directly, a plain regression);
     the pair model, which reads a few dozen numbers, reads them directly."""
-    vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS)
+    vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS,
+                             pair_writers=PAIR_WRITERS, pair_count=PAIR_COUNT)
     cx = judge.clause_features(x, [r.text for r in rows], vocab)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab), hidden=hidden)
     slotted = [i for i, r in enumerate(rows) if r.slot]
@@ -502,6 +509,7 @@ def table(report: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    global PAIR_WRITERS  # what `train` reads, for this run
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
@@ -521,11 +529,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--hidden", type=int, default=HIDDEN,
                     help="units of the act and slot models' hidden layer (0: plain regressions)")
     ap.add_argument("--writers", help="only these writers' folders of the corpus, comma-separated (w9,w10)")
+    ap.add_argument("--word-pairs", type=int, default=PAIR_WRITERS, metavar="WRITERS",
+                    help="the act and slot models also read pairs of words side by side that at least this many "
+                         f"writers used, {PAIR_COUNT} times or more (default: single words only)")
     ap.add_argument("--with-pairs", action="store_true",
                     help="train the pair model on the pairs written for it too (CORPUS/pairs/*.jsonl): left one "
                          "writer out, they did not raise the corpus's measures on most writers, so the packaged "
                          "weights are made without them")
     args = ap.parse_args(argv)
+    PAIR_WRITERS = args.word_pairs
     files = list(corpus.corpus_files(args.corpus))
     if args.writers:
         wanted = set(args.writers.split(","))

@@ -368,3 +368,14 @@ def test_the_instructions_bench_scores_one_off_and_lasting_pieces_out_of_writer(
         assert got["lasting"] > 0 and 0.0 <= got["instructions_stated"] <= 1.0 and 0.0 <= got["lasting_stated"] <= 1.0
     held = report["held_out"][str(tmp_path / "held")]
     assert held["instructions"] > 0 and set(held["notes"]) >= {"all", "false_note_rate"}
+
+
+def test_pairs_of_words_are_read_only_when_asked_and_only_those_many_writers_used() -> None:
+    texts = ["Skip the drafts this time", "this time use a table", "This time, keep it short", "always keep it short"]
+    writers = ["a", "b", "c", "c"]
+    assert "this time" in judge.terms(texts[0]) and "drafts this" in judge.terms(texts[0])
+    alone = judge.vocabulary(texts, writers, least_writers=2, least_count=2)
+    assert "this" in alone and "time" in alone and not any(" " in t for t in alone)  # the default: single words
+    paired = judge.vocabulary(texts, writers, least_writers=2, least_count=2, pair_writers=3, pair_count=3)
+    assert [t for t in paired if " " in t] == ["this time"]  # "keep it" and "it short": one writer
+    assert judge.words(["Skip it this time"], paired)[0][paired.index("this time")] == 1.0
