@@ -48,8 +48,7 @@ def stated(j: Judgement, rows: list[Row], x: np.ndarray, limits: judge.Threshold
     cx = j.clause_features(x, [r.text for r in rows])
     acts, slots = j.act.probabilities(cx), j.slot.probabilities(cx)
     answers = [judge.Answer(dict(zip(j.act.classes, a, strict=True)), s, xi) for a, s, xi in zip(acts, slots, x, strict=True)]
-    return np.array([judge.act_of(a.note, a.retract, limits) == "note" and a.note * a.slots.max() >= limits.stated
-                     for a in answers])
+    return np.array([judge.act_of(a.note, a.retract, limits) == "note" and a.confidence >= limits.stated for a in answers])
 
 
 def shares(rows: list[Row], said: np.ndarray) -> dict[str, float]:

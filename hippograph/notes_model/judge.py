@@ -205,6 +205,11 @@ class Answer:
     def retract(self) -> float:
         return self.acts.get("retracts", 0.0)
 
+    @property
+    def confidence(self) -> float:
+        """A note's confidence: its act's probability times its slot's (the likeliest)."""
+        return float(self.note * self.slots.max())
+
 
 def act_of(note: float, retract: float, limits: Thresholds) -> str | None:
     """What a clause's act probabilities make of it: a note ("note": it states or changes something at least
@@ -232,7 +237,7 @@ def decide(answer: Answer, text: str, source: str, notes: list[HeldNote], slot_n
         k = int(answer.slots.argmax())
         slot = slot_names[k]
         held = HeldNote(text=text, slot=slot, kind=kinds.get(slot, "fact"),
-                        confidence=float(answer.note * answer.slots[k]), source=source, x=answer.x,
+                        confidence=answer.confidence, source=source, x=answer.x,
                         slots=answer.slots, covers=answer.covers)
         by_pair = multi | KEYED_SLOTS
         if slot in by_pair:  # which value, which subject: the pair model says
