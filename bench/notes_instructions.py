@@ -45,7 +45,7 @@ def lasting(row: Row) -> bool:
 
 def stated(j: Judgement, rows: list[Row], x: np.ndarray, limits: judge.Thresholds) -> np.ndarray:
     """Per piece: whether the judgement makes it a note the context block states."""
-    cx = j.clause_features(x, [r.text for r in rows])
+    cx = j.clause_features(x, [r.text for r in rows], train.messages(rows))
     acts, slots = j.act.probabilities(cx), j.slot.probabilities(cx)
     answers = [judge.Answer(dict(zip(j.act.classes, a, strict=True)), s, xi) for a, s, xi in zip(acts, slots, x, strict=True)]
     return np.array([judge.act_of(a.note, a.retract, limits) == "note" and a.confidence >= limits.stated for a in answers])
@@ -79,10 +79,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--limits", type=Path, default=judge.WEIGHTS, help="a folder with a limits.json")
     ap.add_argument("--word-pairs", type=int, default=train.PAIR_WRITERS, metavar="WRITERS",
                     help="the act and slot models also read pairs of words that at least this many writers used")
+    ap.add_argument("--before", action="store_true", help="the act and slot models also read the parse of the "
+                    "clauses before each clause in its message")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    train.PAIR_WRITERS = args.word_pairs
+    train.PAIR_WRITERS, train.BEFORE = args.word_pairs, args.before
     left = set(filter(None, args.without.split(",")))
     files = [f for f in corpus.corpus_files(args.corpus) if f.parent.name not in left]
     began = time.perf_counter()

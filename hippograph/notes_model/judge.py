@@ -26,6 +26,7 @@ import numpy as np
 from hippograph.notes_model.corpus import KEYED_SLOTS, NOTE_ACTS
 from hippograph.notes_model.features import DIM
 from hippograph.notes_model.linear import LinearModel
+from hippograph.notes_model.segment import FEATURES
 
 #: Where the package keeps the weights (`python -m hippograph.notes_model.train` writes them).
 WEIGHTS = Path(__file__).with_name("weights")
@@ -34,26 +35,31 @@ WEIGHTS = Path(__file__).with_name("weights")
 @dataclass
 class Judgement:
     """The three models: the act of a clause, its slot, and whether two statements are about the same thing;
-    and the words the act and slot models read beside the clause's vector (`words`)."""
+    the words the act and slot models read beside the clause's vector (`words`), and whether they read the
+    parse of the clauses before it in its message (`before`)."""
     act: LinearModel
     slot: LinearModel
     pair: LinearModel
     vocabulary: list[str] = field(default_factory=list)
+    before: bool = False
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("act", "slot", "pair"):
             getattr(self, name).save(folder / f"{name}.npz")
         (folder / "words.json").write_text(json.dumps(self.vocabulary, indent=0) + "\n")
+        (folder / "reads.json").write_text(json.dumps({"before": self.before}) + "\n")
 
     @classmethod
     def load(cls, folder: Path = WEIGHTS) -> Judgement:
-        words = folder / "words.json"
+        words, reads = folder / "words.json", folder / "reads.json"
         act, slot, pair = (LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair"))
-        return cls(act, slot, pair, json.loads(words.read_text()) if words.is_file() else [])
+        return cls(act, slot, pair, json.loads(words.read_text()) if words.is_file() else [],
+                   bool(json.loads(reads.read_text()).get("before")) if reads.is_file() else False)
 
-    def clause_features(self, x: np.ndarray, texts: Sequence[str]) -> np.ndarray:
-        return clause_features(x, texts, self.vocabulary)
+    def clause_features(self, x: np.ndarray, texts: Sequence[str], messages: Sequence[object] | None = None
+                        ) -> np.ndarray:
+        return clause_features(x, texts, self.vocabulary, messages if self.before else None, self.before)
 
 
 def limits_of(folder: Path) -> Thresholds:
@@ -114,9 +120,32 @@ def words(texts: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
     return out
 
 
-def clause_features(x: np.ndarray, texts: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
-    """What the act and slot models read of rows of `features.matrix` and their clauses' words."""
-    return np.concatenate([clause_x(x), words(texts, vocab)], axis=1)
+def before(parse: np.ndarray, messages: Sequence[object] | None) -> np.ndarray:
+    """For each clause (rows of parse numbers, `segment.FEATURES`, in message order, a message's side by side,
+    `messages` naming each row's message): the highest of each number over the clauses before it in its message,
+    and 1 when there is one. "Can you pull the quarterly report together? Please leave out the drafts": an
+    instruction follows the request for the task it is about. None: no clause is before another."""
+    out = np.zeros((len(parse), len(FEATURES) + 1), dtype=np.float32)
+    if messages is None:
+        return out
+    seen: np.ndarray | None = None
+    for i, m in enumerate(messages):
+        if i == 0 or m != messages[i - 1]:
+            seen = None
+        if seen is not None:
+            out[i, :-1], out[i, -1] = seen, 1.0
+        seen = parse[i] if seen is None else np.maximum(seen, parse[i])
+    return out
+
+
+def clause_features(x: np.ndarray, texts: Sequence[str], vocab: Sequence[str], messages: Sequence[object] | None = None,
+                    reads_before: bool = False) -> np.ndarray:
+    """What the act and slot models read of rows of `features.matrix` and their clauses' words; with
+    `reads_before`, and of the clauses before each in its message (`before`; none when `messages` is None)."""
+    parts = [clause_x(x)]
+    if reads_before:
+        parts.append(before(x[:, 3 * DIM:], messages))
+    return np.concatenate([*parts, words(texts, vocab)], axis=1)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -40,6 +40,7 @@ from hippograph.notes_model.judge import (
     Judgement,
     Thresholds,
     act_of,
+    before,
     limits_of,
     pair_features,
     related,
@@ -137,7 +138,8 @@ class LearnedNotes:
         judged = [e for e in episodes if ex.clauses.get(e.id)]
         if not judged:
             return ex.notes
-        x = self.features([c for e in judged for c in ex.clauses[e.id]], helper)
+        x = self.features([c for e in judged for c in ex.clauses[e.id]], helper,
+                          [e.id for e in judged for _ in ex.clauses[e.id]])
         acts, slots = self.j.act.probabilities(x), self.j.slot.probabilities(x)
         own = self.tenant_slots.get(tenant) if tenant is not None else None
         fills = own.match(x[:, :DIM]) if own is not None else [(None, 0.0)] * len(x)
@@ -155,13 +157,18 @@ class LearnedNotes:
         known = {e.id for e in episodes}
         return out + [n for n in ex.notes if n.episode_id not in known]
 
-    def features(self, clauses: Sequence[Clause], helper: Executor | None = None) -> np.ndarray:
+    def features(self, clauses: Sequence[Clause], helper: Executor | None = None,
+                 messages: Sequence[str] | None = None) -> np.ndarray:
         """What the act and slot models read of each clause: its vector, its parse (zeros when there is none:
-        a note an LLM wrote) and its words. The vector is the row's first `DIM` numbers."""
+        a note an LLM wrote), when the judgement reads them the parse of the clauses before it in its message
+        (`messages`: each clause's, in order; none given, none before) and its words. The vector is the row's
+        first `DIM` numbers."""
         vectors = self._vectors([c.text for c in clauses], helper)
-        x = np.stack([np.concatenate([vectors[c.text], np.asarray(c.parse or [0.0] * len(FEATURES), dtype=np.float32)])
-                      for c in clauses])
-        return np.concatenate([x, words([c.text for c in clauses], self.j.vocabulary)], axis=1)
+        parse = np.array([c.parse or [0.0] * len(FEATURES) for c in clauses], dtype=np.float32).reshape(len(clauses), -1)
+        parts = [np.stack([vectors[c.text] for c in clauses]), parse]
+        if self.j.before:
+            parts.append(before(parse, messages))
+        return np.concatenate([*parts, words([c.text for c in clauses], self.j.vocabulary)], axis=1)
 
     def act(self, acts: np.ndarray) -> tuple[str | None, float, float]:
         """What a clause's act probabilities make of it (`judge.act_of`), with its note and retraction

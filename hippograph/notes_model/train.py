@@ -45,6 +45,9 @@ LEAST_WRITERS = 3
 #: single words (BENCHMARKS.md 'Instructions for the task at hand')
 PAIR_WRITERS: int | None = None
 PAIR_COUNT = 20
+#: whether the act and slot models read the parse of the clauses before a clause in its message (`judge.before`;
+#: `--before`)
+BEFORE = False
 #: the rectified units the act and slot models read their features through (`linear.fit`; 0: read directly).
 #: Trained on 21 writers and scored on 16 written after them (`bench/notes_hidden.py`), 128 units raised the
 #: objective on 12 of 16 (0.626 -> 0.635: precision 0.741 -> 0.764, recall 0.498 -> 0.528, false notes 0.055 ->
@@ -107,24 +110,26 @@ def written(root: Path = DEFAULT_CORPUS) -> WrittenPairs | None:
     return written_pairs.featured(found, *_readers())
 
 
-def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str]) -> np.ndarray:
+def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str], before: bool) -> np.ndarray:
     """What the pair model reads of written pairs: the earlier note's slot is the one written, the later
     clause's slots are the slot model's."""
     sa = np.zeros((len(w), len(slot.classes)), dtype=np.float32)
     for i, name in enumerate(w.slot):
         sa[i, slot.classes.index(name)] = 1.0
-    sb = slot.probabilities(judge.clause_features(w.xb, w.later, vocab))
+    sb = slot.probabilities(judge.clause_features(w.xb, w.later, vocab, None, before))
     return pair_features(w.xa, w.xb, sa, sb, w.earlier, w.later)
 
 
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
-          extra: WrittenPairs | None = None, hidden: int = HIDDEN) -> Judgement:
+          extra: WrittenPairs | None = None, hidden: int = HIDDEN, before: bool | None = None) -> Judgement:
     """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart. The
-    act and slot models read their features through `hidden` rectified units (0: directly, a plain regression);
-    the pair model, which reads a few dozen numbers, reads them directly."""
+    act and slot models read their features through `hidden` rectified units (0: directly, a plain regression),
+    and with `before` (None: `BEFORE`) the parse of the clauses before each in its message; the pair model,
+    which reads a few dozen numbers, reads them directly."""
+    before = BEFORE if before is None else before
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS,
                              pair_writers=PAIR_WRITERS, pair_count=PAIR_COUNT)
-    cx = judge.clause_features(x, [r.text for r in rows], vocab)
+    cx = judge.clause_features(x, [r.text for r in rows], vocab, messages(rows), before)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab), hidden=hidden)
     slotted = [i for i, r in enumerate(rows) if r.slot]
     slot = fit(cx[slotted], [rows[i].slot or "" for i in slotted], c=c, raw=len(vocab), hidden=hidden)
@@ -137,15 +142,20 @@ def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
     # decision's subject and a second language the same thing (0.53, 0.70, 0.88; scaled 0.14, 0.13, 0.65)
     labels = ["same" if p[2] else "other" for p in found]
     if extra is not None and len(extra):
-        f = np.concatenate([f, _written_features(extra, slot, vocab)])
+        f = np.concatenate([f, _written_features(extra, slot, vocab, before)])
         labels += ["same" if same else "other" for same in extra.same]
     pair = fit(f, labels, c=c, balanced=True)
-    return Judgement(act, slot, pair, vocab)
+    return Judgement(act, slot, pair, vocab, before)
+
+
+def messages(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """Each row's message (its sequence's id and its own): what `judge.before` groups clauses by."""
+    return [(r.sequence, r.message) for r in rows]
 
 
 def measure(j: Judgement, rows: Sequence[Row], x: np.ndarray, multi: set[str]) -> dict[str, float]:
     """Clause measures of a judgement on rows it was not trained on."""
-    cx = j.clause_features(x, [r.text for r in rows])
+    cx = j.clause_features(x, [r.text for r in rows], messages(rows))
     acts = j.act.predict(cx)
     truth = [r.act for r in rows]
     said = np.array([a in corpus.NOTE_ACTS for a in acts])
@@ -240,10 +250,10 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     limits = limits or judge.Thresholds()
     multi = frozenset(multi_slots())
     kinds = {s["slot"]: s["kind"] for s in corpus.catalogue()["slots"]}
-    cx = j.clause_features(x, [r.text for r in rows])
+    cx = j.clause_features(x, [r.text for r in rows], messages(rows))
     acts, slots = j.act.probabilities(cx), j.slot.probabilities(cx)
-    alone = cx.copy()  # a stored note's slot is read again from its words: without the parse
-    alone[:, DIM:DIM + len(FEATURES)] = 0.0
+    alone = cx.copy()  # a stored note's slot is read again from its words: without the parse, its own or before it
+    alone[:, DIM:DIM + len(FEATURES) + (len(FEATURES) + 1 if j.before else 0)] = 0.0
     covers = j.slot.probabilities(alone)
     if "act" in gold:
         acts = np.zeros_like(acts)
@@ -509,7 +519,7 @@ def table(report: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    global PAIR_WRITERS  # what `train` reads, for this run
+    global PAIR_WRITERS, BEFORE  # what `train` reads, for this run
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
@@ -536,8 +546,11 @@ def main(argv: list[str]) -> int:
                     help="train the pair model on the pairs written for it too (CORPUS/pairs/*.jsonl): left one "
                          "writer out, they did not raise the corpus's measures on most writers, so the packaged "
                          "weights are made without them")
+    ap.add_argument("--before", action="store_true",
+                    help="the act and slot models also read the parse of the clauses before each clause in its "
+                         "message (a request just before an instruction)")
     args = ap.parse_args(argv)
-    PAIR_WRITERS = args.word_pairs
+    PAIR_WRITERS, BEFORE = args.word_pairs, args.before
     files = list(corpus.corpus_files(args.corpus))
     if args.writers:
         wanted = set(args.writers.split(","))

@@ -379,3 +379,34 @@ def test_pairs_of_words_are_read_only_when_asked_and_only_those_many_writers_use
     paired = judge.vocabulary(texts, writers, least_writers=2, least_count=2, pair_writers=3, pair_count=3)
     assert [t for t in paired if " " in t] == ["this time"]  # "keep it" and "it short": one writer
     assert judge.words(["Skip it this time"], paired)[0][paired.index("this time")] == 1.0
+
+
+def test_a_clause_reads_the_highest_parse_numbers_of_those_before_it_in_its_message() -> None:
+    parse = np.zeros((4, len(FEATURES)), dtype=np.float32)
+    question, words = FEATURES.index("question"), FEATURES.index("words_log")
+    parse[0, question], parse[0, words], parse[1, words], parse[3, words] = 1.0, 2.0, 3.0, 1.0
+    got = judge.before(parse, ["m1", "m1", "m1", "m2"])
+    assert not got[0].any() and not got[3].any()  # first in its message: nothing before it
+    assert got[1, question] == 1.0 and got[1, words] == 2.0 and got[1, -1] == 1.0
+    assert got[2, question] == 1.0 and got[2, words] == 3.0  # the highest of the two before it
+    assert not judge.before(parse, None).any() and judge.before(parse, None).shape == got.shape
+
+
+def test_the_clauses_before_are_read_at_write_time_as_they_were_in_training(sample, tmp_path: Path) -> None:
+    from hippograph.extraction.base import Clause
+    from hippograph.notes_model.learned import LearnedNotes
+
+    _, rows, x = sample
+    j = train.train(rows, x, train.multi_slots(), before=True)
+    plain = train.train(rows, x, train.multi_slots(), before=False)
+    assert j.before and not plain.before
+    j.save(tmp_path)
+    learned = LearnedNotes.load(train._readers()[1], tmp_path)
+    assert learned is not None and learned.j.before
+    messages = train.messages(rows)
+    cx = j.clause_features(x, [r.text for r in rows], messages)
+    assert cx.shape[1] == plain.clause_features(x, [r.text for r in rows]).shape[1] + len(FEATURES) + 1
+    at_write = learned.features([Clause(text=r.text, parse=r.parse) for r in rows], None, [f"{s}/{m}" for s, m in messages])
+    assert np.allclose(at_write, cx, atol=1e-4)
+    assert at_write[:, 384 + len(FEATURES):384 + 2 * len(FEATURES) + 1].any()  # some clause had one before it
+    assert np.allclose(learned.j.act.probabilities(at_write), j.act.probabilities(cx), atol=1e-4)
