@@ -35,13 +35,15 @@ WEIGHTS = Path(__file__).with_name("weights")
 @dataclass
 class Judgement:
     """The three models: the act of a clause, its slot, and whether two statements are about the same thing;
-    the words the act and slot models read beside the clause's vector (`words`), and whether they read the
-    parse of the clauses before it in its message (`before`)."""
+    the words the act and slot models read beside the clause's vector (`words`); and what they read of the
+    clauses before it in its message (`context`): their parse (`before`), and the acts a plain regression over
+    their vectors and parse gives them (`lead`)."""
     act: LinearModel
     slot: LinearModel
     pair: LinearModel
     vocabulary: list[str] = field(default_factory=list)
     before: bool = False
+    lead: LinearModel | None = None
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -49,17 +51,28 @@ class Judgement:
             getattr(self, name).save(folder / f"{name}.npz")
         (folder / "words.json").write_text(json.dumps(self.vocabulary, indent=0) + "\n")
         (folder / "reads.json").write_text(json.dumps({"before": self.before}) + "\n")
+        (folder / "lead.npz").unlink(missing_ok=True)
+        if self.lead is not None:
+            self.lead.save(folder / "lead.npz")
 
     @classmethod
     def load(cls, folder: Path = WEIGHTS) -> Judgement:
-        words, reads = folder / "words.json", folder / "reads.json"
+        words, reads, lead = folder / "words.json", folder / "reads.json", folder / "lead.npz"
         act, slot, pair = (LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair"))
         return cls(act, slot, pair, json.loads(words.read_text()) if words.is_file() else [],
-                   bool(json.loads(reads.read_text()).get("before")) if reads.is_file() else False)
+                   bool(json.loads(reads.read_text()).get("before")) if reads.is_file() else False,
+                   LinearModel.load(lead) if lead.is_file() else None)
 
     def clause_features(self, x: np.ndarray, texts: Sequence[str], messages: Sequence[object] | None = None
                         ) -> np.ndarray:
-        return clause_features(x, texts, self.vocabulary, messages if self.before else None, self.before)
+        """`clause_features` of rows of `features.matrix`, as this judgement reads them."""
+        base = clause_x(x)
+        return with_context(base, self.context(base, messages), texts, self.vocabulary)
+
+    def context(self, base: np.ndarray, messages: Sequence[object] | None) -> list[np.ndarray]:
+        """What the act and slot models read of the clauses before each (`base`: rows of `clause_x`, in message
+        order; `messages`: each row's message, None: none is before another)."""
+        return context(base, messages, self.before, self.lead.probabilities(base) if self.lead is not None else None)
 
 
 def limits_of(folder: Path) -> Thresholds:
@@ -120,12 +133,12 @@ def words(texts: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
     return out
 
 
-def before(parse: np.ndarray, messages: Sequence[object] | None) -> np.ndarray:
-    """For each clause (rows of parse numbers, `segment.FEATURES`, in message order, a message's side by side,
-    `messages` naming each row's message): the highest of each number over the clauses before it in its message,
-    and 1 when there is one. "Can you pull the quarterly report together? Please leave out the drafts": an
-    instruction follows the request for the task it is about. None: no clause is before another."""
-    out = np.zeros((len(parse), len(FEATURES) + 1), dtype=np.float32)
+def before(values: np.ndarray, messages: Sequence[object] | None) -> np.ndarray:
+    """For each clause (rows of numbers, in message order, a message's side by side, `messages` naming each row's
+    message): the highest of each number over the clauses before it in its message, and 1 when there is one.
+    "Can you pull the quarterly report together? Please leave out the drafts": an instruction follows the
+    request for the task it is about. None: no clause is before another."""
+    out = np.zeros((len(values), values.shape[1] + 1), dtype=np.float32)
     if messages is None:
         return out
     seen: np.ndarray | None = None
@@ -134,18 +147,32 @@ def before(parse: np.ndarray, messages: Sequence[object] | None) -> np.ndarray:
             seen = None
         if seen is not None:
             out[i, :-1], out[i, -1] = seen, 1.0
-        seen = parse[i] if seen is None else np.maximum(seen, parse[i])
+        seen = values[i] if seen is None else np.maximum(seen, values[i])
     return out
 
 
+def context(base: np.ndarray, messages: Sequence[object] | None, reads_before: bool = False,
+            lead: np.ndarray | None = None) -> list[np.ndarray]:
+    """What the act and slot models read of the clauses before each in its message (`before`): with
+    `reads_before`, their parse (`base`: rows of `clause_x`); with `lead` (each row's act probabilities by
+    `Judgement.lead`), those."""
+    parts = [before(base[:, DIM:DIM + len(FEATURES)], messages)] if reads_before else []
+    return parts + ([before(lead, messages)] if lead is not None else [])
+
+
+def with_context(base: np.ndarray, parts: Sequence[np.ndarray], texts: Sequence[str], vocab: Sequence[str]
+                 ) -> np.ndarray:
+    """What the act and slot models read: `clause_x`'s numbers, those of the clauses before (`context`), and
+    the words (last: read unscaled)."""
+    return np.concatenate([base, *parts, words(texts, vocab)], axis=1)
+
+
 def clause_features(x: np.ndarray, texts: Sequence[str], vocab: Sequence[str], messages: Sequence[object] | None = None,
-                    reads_before: bool = False) -> np.ndarray:
-    """What the act and slot models read of rows of `features.matrix` and their clauses' words; with
-    `reads_before`, and of the clauses before each in its message (`before`; none when `messages` is None)."""
-    parts = [clause_x(x)]
-    if reads_before:
-        parts.append(before(x[:, 3 * DIM:], messages))
-    return np.concatenate([*parts, words(texts, vocab)], axis=1)
+                    reads_before: bool = False, lead: np.ndarray | None = None) -> np.ndarray:
+    """What the act and slot models read of rows of `features.matrix` and their clauses' words, and of the
+    clauses before each in its message (`context`)."""
+    base = clause_x(x)
+    return with_context(base, context(base, messages, reads_before, lead), texts, vocab)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

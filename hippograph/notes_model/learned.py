@@ -40,11 +40,10 @@ from hippograph.notes_model.judge import (
     Judgement,
     Thresholds,
     act_of,
-    before,
     limits_of,
     pair_features,
     related,
-    words,
+    with_context,
 )
 from hippograph.notes_model.segment import FEATURES
 from hippograph.notes_model.tenant_slots import SlotSpec, TenantSlots
@@ -160,15 +159,13 @@ class LearnedNotes:
     def features(self, clauses: Sequence[Clause], helper: Executor | None = None,
                  messages: Sequence[str] | None = None) -> np.ndarray:
         """What the act and slot models read of each clause: its vector, its parse (zeros when there is none:
-        a note an LLM wrote), when the judgement reads them the parse of the clauses before it in its message
-        (`messages`: each clause's, in order; none given, none before) and its words. The vector is the row's
+        a note an LLM wrote), what the judgement reads of the clauses before it in its message (`Judgement.context`;
+        `messages`: each clause's, in order; none given, none before) and its words. The vector is the row's
         first `DIM` numbers."""
         vectors = self._vectors([c.text for c in clauses], helper)
         parse = np.array([c.parse or [0.0] * len(FEATURES) for c in clauses], dtype=np.float32).reshape(len(clauses), -1)
-        parts = [np.stack([vectors[c.text] for c in clauses]), parse]
-        if self.j.before:
-            parts.append(before(parse, messages))
-        return np.concatenate([*parts, words([c.text for c in clauses], self.j.vocabulary)], axis=1)
+        base = np.concatenate([np.stack([vectors[c.text] for c in clauses]), parse], axis=1)
+        return with_context(base, self.j.context(base, messages), [c.text for c in clauses], self.j.vocabulary)
 
     def act(self, acts: np.ndarray) -> tuple[str | None, float, float]:
         """What a clause's act probabilities make of it (`judge.act_of`), with its note and retraction

@@ -48,6 +48,16 @@ PAIR_COUNT = 20
 #: whether the act and slot models read the parse of the clauses before a clause in its message (`judge.before`;
 #: `--before`)
 BEFORE = False
+#: whether the act and slot models read the acts of the clauses before a clause in its message, as a plain
+#: regression over their vectors and parse gives them (`lead_model`, `--lead`): a request just before an
+#: instruction ("July regional summary please." then "Districts in alphabetical order for this one.")
+LEAD = False
+#: the acts `lead_model` tells apart (every other is "other")
+LEAD_ACTS = ("asks", "instructs")
+#: in training, each row's `lead_model` probabilities come from the one trained without its writer's group of
+#: this many (`lead_out_of_writer`): the model trained on every row would give its own rows surer answers than it
+#: gives a clause in use
+LEAD_FOLDS = 4
 #: the rectified units the act and slot models read their features through (`linear.fit`; 0: read directly).
 #: Trained on 21 writers and scored on 16 written after them (`bench/notes_hidden.py`), 128 units raised the
 #: objective on 12 of 16 (0.626 -> 0.635: precision 0.741 -> 0.764, recall 0.498 -> 0.528, false notes 0.055 ->
@@ -110,26 +120,50 @@ def written(root: Path = DEFAULT_CORPUS) -> WrittenPairs | None:
     return written_pairs.featured(found, *_readers())
 
 
-def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str], before: bool) -> np.ndarray:
+def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str], before: bool,
+                      lead: LinearModel | None) -> np.ndarray:
     """What the pair model reads of written pairs: the earlier note's slot is the one written, the later
     clause's slots are the slot model's."""
     sa = np.zeros((len(w), len(slot.classes)), dtype=np.float32)
     for i, name in enumerate(w.slot):
         sa[i, slot.classes.index(name)] = 1.0
-    sb = slot.probabilities(judge.clause_features(w.xb, w.later, vocab, None, before))
+    sb = slot.probabilities(judge.clause_features(w.xb, w.later, vocab, None, before,
+                                                  lead.probabilities(judge.clause_x(w.xb)) if lead else None))
     return pair_features(w.xa, w.xb, sa, sb, w.earlier, w.later)
 
 
+def lead_model(rows: Sequence[Row], x: np.ndarray, c: float = 0.05) -> LinearModel:
+    """A plain regression of a clause's act (`LEAD_ACTS`, or "other") from its vector and parse (`judge.clause_x`)."""
+    return fit(judge.clause_x(x), [r.act if r.act in LEAD_ACTS else "other" for r in rows], c=c)
+
+
+def lead_out_of_writer(rows: Sequence[Row], x: np.ndarray, folds: int = LEAD_FOLDS) -> np.ndarray:
+    """Each row's `lead_model` probabilities by the model trained without its writer's group (`groups`)."""
+    writers = [r.writer for r in rows]
+    out: np.ndarray | None = None
+    for group in groups(writers, folds):
+        held = np.array([w in group for w in writers])
+        model = lead_model([r for r, h in zip(rows, held, strict=True) if not h], x[~held])
+        if out is None:
+            out = np.zeros((len(rows), len(model.classes)), dtype=np.float32)
+        out[held] = model.probabilities(judge.clause_x(x[held]))
+    return out if out is not None else np.zeros((0, len(LEAD_ACTS) + 1), dtype=np.float32)
+
+
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
-          extra: WrittenPairs | None = None, hidden: int = HIDDEN, before: bool | None = None) -> Judgement:
+          extra: WrittenPairs | None = None, hidden: int = HIDDEN, before: bool | None = None,
+          lead: bool | None = None) -> Judgement:
     """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart. The
     act and slot models read their features through `hidden` rectified units (0: directly, a plain regression),
-    and with `before` (None: `BEFORE`) the parse of the clauses before each in its message; the pair model,
-    which reads a few dozen numbers, reads them directly."""
+    with `before` (None: `BEFORE`) the parse of the clauses before each in its message, and with `lead` (None:
+    `LEAD`) their acts (`lead_model`); the pair model, which reads a few dozen numbers, reads them directly."""
     before = BEFORE if before is None else before
+    lead = LEAD if lead is None else lead
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS,
                              pair_writers=PAIR_WRITERS, pair_count=PAIR_COUNT)
-    cx = judge.clause_features(x, [r.text for r in rows], vocab, messages(rows), before)
+    leading = lead_model(rows, x) if lead else None
+    cx = judge.clause_features(x, [r.text for r in rows], vocab, messages(rows), before,
+                               lead_out_of_writer(rows, x) if lead else None)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab), hidden=hidden)
     slotted = [i for i, r in enumerate(rows) if r.slot]
     slot = fit(cx[slotted], [rows[i].slot or "" for i in slotted], c=c, raw=len(vocab), hidden=hidden)
@@ -142,10 +176,10 @@ def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
     # decision's subject and a second language the same thing (0.53, 0.70, 0.88; scaled 0.14, 0.13, 0.65)
     labels = ["same" if p[2] else "other" for p in found]
     if extra is not None and len(extra):
-        f = np.concatenate([f, _written_features(extra, slot, vocab, before)])
+        f = np.concatenate([f, _written_features(extra, slot, vocab, before, leading)])
         labels += ["same" if same else "other" for same in extra.same]
     pair = fit(f, labels, c=c, balanced=True)
-    return Judgement(act, slot, pair, vocab, before)
+    return Judgement(act, slot, pair, vocab, before, leading)
 
 
 def messages(rows: Sequence[Row]) -> list[tuple[str, str]]:
@@ -253,7 +287,7 @@ def simulate(j: Judgement, seqs: Sequence[corpus.Sequence], rows: Sequence[Row],
     cx = j.clause_features(x, [r.text for r in rows], messages(rows))
     acts, slots = j.act.probabilities(cx), j.slot.probabilities(cx)
     alone = cx.copy()  # a stored note's slot is read again from its words: without the parse, its own or before it
-    alone[:, DIM:DIM + len(FEATURES) + (len(FEATURES) + 1 if j.before else 0)] = 0.0
+    alone[:, DIM:cx.shape[1] - len(j.vocabulary)] = 0.0
     covers = j.slot.probabilities(alone)
     if "act" in gold:
         acts = np.zeros_like(acts)
@@ -519,7 +553,7 @@ def table(report: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    global PAIR_WRITERS, BEFORE  # what `train` reads, for this run
+    global PAIR_WRITERS, BEFORE, LEAD  # what `train` reads, for this run
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
@@ -549,8 +583,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--before", action="store_true",
                     help="the act and slot models also read the parse of the clauses before each clause in its "
                          "message (a request just before an instruction)")
+    ap.add_argument("--lead", action="store_true",
+                    help="the act and slot models also read the acts (asks, instructs) a plain regression gives the "
+                         "clauses before each clause in its message")
     args = ap.parse_args(argv)
-    PAIR_WRITERS, BEFORE = args.word_pairs, args.before
+    PAIR_WRITERS, BEFORE, LEAD = args.word_pairs, args.before, args.lead
     files = list(corpus.corpus_files(args.corpus))
     if args.writers:
         wanted = set(args.writers.split(","))

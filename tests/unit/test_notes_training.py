@@ -265,7 +265,7 @@ def test_the_pair_model_learns_from_pairs_written_apart(sample) -> None:
     without, with_them = train.train(rows, x, multi), train.train(rows, x, multi, extra=extra)
 
     def right(j: judge.Judgement) -> float:
-        f = train._written_features(extra, j.slot, j.vocabulary)
+        f = train._written_features(extra, j.slot, j.vocabulary, j.before, j.lead)
         return float(np.mean((np.array(j.pair.predict(f)) == "same") == extra.same))
 
     assert right(with_them) > right(without)  # the pairs are read: what it was shown, it answers better
@@ -397,16 +397,32 @@ def test_the_clauses_before_are_read_at_write_time_as_they_were_in_training(samp
     from hippograph.notes_model.learned import LearnedNotes
 
     _, rows, x = sample
-    j = train.train(rows, x, train.multi_slots(), before=True)
-    plain = train.train(rows, x, train.multi_slots(), before=False)
-    assert j.before and not plain.before
+    j = train.train(rows, x, train.multi_slots(), before=True, lead=True)
+    plain = train.train(rows, x, train.multi_slots(), before=False, lead=False)
+    assert j.before and j.lead is not None and not plain.before and plain.lead is None
+    assert j.lead.classes == sorted([*train.LEAD_ACTS, "other"])
     j.save(tmp_path)
     learned = LearnedNotes.load(train._readers()[1], tmp_path)
-    assert learned is not None and learned.j.before
+    assert learned is not None and learned.j.before and learned.j.lead is not None
     messages = train.messages(rows)
     cx = j.clause_features(x, [r.text for r in rows], messages)
-    assert cx.shape[1] == plain.clause_features(x, [r.text for r in rows]).shape[1] + len(FEATURES) + 1
+    wide = len(FEATURES) + 1 + len(j.lead.classes) + 1  # the parse before, the acts before
+    assert cx.shape[1] == plain.clause_features(x, [r.text for r in rows]).shape[1] + wide
     at_write = learned.features([Clause(text=r.text, parse=r.parse) for r in rows], None, [f"{s}/{m}" for s, m in messages])
     assert np.allclose(at_write, cx, atol=1e-4)
-    assert at_write[:, 384 + len(FEATURES):384 + 2 * len(FEATURES) + 1].any()  # some clause had one before it
+    context = at_write[:, 384 + len(FEATURES):384 + len(FEATURES) + wide]
+    assert context.any() and not context[[r.index == 0 for r in rows]].any()  # only a clause with one before it
     assert np.allclose(learned.j.act.probabilities(at_write), j.act.probabilities(cx), atol=1e-4)
+    alone = learned.features([Clause(text=r.text, parse=r.parse) for r in rows[:5]])
+    assert not alone[:, 384 + len(FEATURES):384 + len(FEATURES) + wide].any()  # no message given: nothing before
+
+
+def test_in_training_a_clauses_lead_acts_come_from_a_model_that_did_not_read_its_writer(sample) -> None:
+    _, rows, x = sample
+    held = train.lead_out_of_writer(rows, x, folds=3)
+    everyone = train.lead_model(rows, x).probabilities(judge.clause_x(x))
+    assert held.shape == everyone.shape and np.allclose(held.sum(axis=1), 1.0, atol=1e-4)
+    w1 = [i for i, r in enumerate(rows) if r.writer == "w1"]
+    without = train.lead_model([r for r in rows if r.writer != "w1"], x[[r.writer != "w1" for r in rows]])
+    assert np.allclose(held[w1], without.probabilities(judge.clause_x(x[w1])), atol=1e-5)  # three writers, three groups
+    assert not np.allclose(held[w1], everyone[w1], atol=1e-3)
