@@ -79,14 +79,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--limits", type=Path, default=judge.WEIGHTS, help="a folder with a limits.json")
     ap.add_argument("--word-pairs", type=int, default=train.PAIR_WRITERS, metavar="WRITERS",
                     help="the act and slot models also read pairs of words that at least this many writers used")
-    ap.add_argument("--before", action="store_true", help="the act and slot models also read the parse of the "
-                    "clauses before each clause in its message")
-    ap.add_argument("--lead", action="store_true", help="the act and slot models also read the acts a plain "
-                    "regression gives the clauses before each clause in its message")
+    ap.add_argument("--lead", action=argparse.BooleanOptionalAction, default=train.LEAD, help="the act and slot "
+                    "models also read the acts a plain regression gives the clauses before each clause in its message")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    train.PAIR_WRITERS, train.BEFORE, train.LEAD = args.word_pairs, args.before, args.lead
+    train.PAIR_WRITERS, train.LEAD = args.word_pairs, args.lead
     left = set(filter(None, args.without.split(",")))
     files = [f for f in corpus.corpus_files(args.corpus) if f.parent.name not in left]
     began = time.perf_counter()

@@ -26,7 +26,6 @@ import numpy as np
 from hippograph.notes_model.corpus import KEYED_SLOTS, NOTE_ACTS
 from hippograph.notes_model.features import DIM
 from hippograph.notes_model.linear import LinearModel
-from hippograph.notes_model.segment import FEATURES
 
 #: Where the package keeps the weights (`python -m hippograph.notes_model.train` writes them).
 WEIGHTS = Path(__file__).with_name("weights")
@@ -35,14 +34,13 @@ WEIGHTS = Path(__file__).with_name("weights")
 @dataclass
 class Judgement:
     """The three models: the act of a clause, its slot, and whether two statements are about the same thing;
-    the words the act and slot models read beside the clause's vector (`words`); and what they read of the
-    clauses before it in its message (`context`): their parse (`before`), and the acts a plain regression over
-    their vectors and parse gives them (`lead`)."""
+    the words the act and slot models read beside the clause's vector (`words`); and, with a `lead` model,
+    the acts that plain regression over vectors and parse gives the clauses before it in its message
+    (`context`)."""
     act: LinearModel
     slot: LinearModel
     pair: LinearModel
     vocabulary: list[str] = field(default_factory=list)
-    before: bool = False
     lead: LinearModel | None = None
 
     def save(self, folder: Path) -> None:
@@ -50,17 +48,15 @@ class Judgement:
         for name in ("act", "slot", "pair"):
             getattr(self, name).save(folder / f"{name}.npz")
         (folder / "words.json").write_text(json.dumps(self.vocabulary, indent=0) + "\n")
-        (folder / "reads.json").write_text(json.dumps({"before": self.before}) + "\n")
         (folder / "lead.npz").unlink(missing_ok=True)
         if self.lead is not None:
             self.lead.save(folder / "lead.npz")
 
     @classmethod
     def load(cls, folder: Path = WEIGHTS) -> Judgement:
-        words, reads, lead = folder / "words.json", folder / "reads.json", folder / "lead.npz"
+        words, lead = folder / "words.json", folder / "lead.npz"
         act, slot, pair = (LinearModel.load(folder / f"{name}.npz") for name in ("act", "slot", "pair"))
         return cls(act, slot, pair, json.loads(words.read_text()) if words.is_file() else [],
-                   bool(json.loads(reads.read_text()).get("before")) if reads.is_file() else False,
                    LinearModel.load(lead) if lead.is_file() else None)
 
     def clause_features(self, x: np.ndarray, texts: Sequence[str], messages: Sequence[object] | None = None
@@ -72,7 +68,7 @@ class Judgement:
     def context(self, base: np.ndarray, messages: Sequence[object] | None) -> list[np.ndarray]:
         """What the act and slot models read of the clauses before each (`base`: rows of `clause_x`, in message
         order; `messages`: each row's message, None: none is before another)."""
-        return context(base, messages, self.before, self.lead.probabilities(base) if self.lead is not None else None)
+        return context(messages, self.lead.probabilities(base) if self.lead is not None else None)
 
 
 def limits_of(folder: Path) -> Thresholds:
@@ -151,13 +147,10 @@ def before(values: np.ndarray, messages: Sequence[object] | None) -> np.ndarray:
     return out
 
 
-def context(base: np.ndarray, messages: Sequence[object] | None, reads_before: bool = False,
-            lead: np.ndarray | None = None) -> list[np.ndarray]:
-    """What the act and slot models read of the clauses before each in its message (`before`): with
-    `reads_before`, their parse (`base`: rows of `clause_x`); with `lead` (each row's act probabilities by
-    `Judgement.lead`), those."""
-    parts = [before(base[:, DIM:DIM + len(FEATURES)], messages)] if reads_before else []
-    return parts + ([before(lead, messages)] if lead is not None else [])
+def context(messages: Sequence[object] | None, lead: np.ndarray | None) -> list[np.ndarray]:
+    """What the act and slot models read of the clauses before each in its message (`before`): with `lead`
+    (each row's act probabilities by `Judgement.lead`), the highest of those; else nothing."""
+    return [before(lead, messages)] if lead is not None else []
 
 
 def with_context(base: np.ndarray, parts: Sequence[np.ndarray], texts: Sequence[str], vocab: Sequence[str]
@@ -168,11 +161,10 @@ def with_context(base: np.ndarray, parts: Sequence[np.ndarray], texts: Sequence[
 
 
 def clause_features(x: np.ndarray, texts: Sequence[str], vocab: Sequence[str], messages: Sequence[object] | None = None,
-                    reads_before: bool = False, lead: np.ndarray | None = None) -> np.ndarray:
+                    lead: np.ndarray | None = None) -> np.ndarray:
     """What the act and slot models read of rows of `features.matrix` and their clauses' words, and of the
     clauses before each in its message (`context`)."""
-    base = clause_x(x)
-    return with_context(base, context(base, messages, reads_before, lead), texts, vocab)
+    return with_context(clause_x(x), context(messages, lead), texts, vocab)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -45,12 +45,12 @@ LEAST_WRITERS = 3
 #: single words (BENCHMARKS.md 'Instructions for the task at hand')
 PAIR_WRITERS: int | None = None
 PAIR_COUNT = 20
-#: whether the act and slot models read the parse of the clauses before a clause in its message (`judge.before`;
-#: `--before`)
-BEFORE = False
 #: whether the act and slot models read the acts of the clauses before a clause in its message, as a plain
 #: regression over their vectors and parse gives them (`lead_model`, `--lead`): a request just before an
-#: instruction ("July regional summary please." then "Districts in alphabetical order for this one.")
+#: instruction ("July regional summary please." then "Districts in alphabetical order for this one."). Tried and
+#: not kept: out of writer the one-offs stated stayed level (0.134 -> 0.136) and the objective fell (0.653 ->
+#: 0.651, higher on 31 of 54 writers), on the held-out writer from 0.628 to 0.581 (BENCHMARKS.md 'Instructions
+#: for the task at hand')
 LEAD = False
 #: the acts `lead_model` tells apart (every other is "other")
 LEAD_ACTS = ("asks", "instructs")
@@ -120,14 +120,14 @@ def written(root: Path = DEFAULT_CORPUS) -> WrittenPairs | None:
     return written_pairs.featured(found, *_readers())
 
 
-def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str], before: bool,
-                      lead: LinearModel | None) -> np.ndarray:
+def _written_features(w: WrittenPairs, slot: LinearModel, vocab: Sequence[str], lead: LinearModel | None = None
+                      ) -> np.ndarray:
     """What the pair model reads of written pairs: the earlier note's slot is the one written, the later
     clause's slots are the slot model's."""
     sa = np.zeros((len(w), len(slot.classes)), dtype=np.float32)
     for i, name in enumerate(w.slot):
         sa[i, slot.classes.index(name)] = 1.0
-    sb = slot.probabilities(judge.clause_features(w.xb, w.later, vocab, None, before,
+    sb = slot.probabilities(judge.clause_features(w.xb, w.later, vocab, None,
                                                   lead.probabilities(judge.clause_x(w.xb)) if lead else None))
     return pair_features(w.xa, w.xb, sa, sb, w.earlier, w.later)
 
@@ -151,18 +151,16 @@ def lead_out_of_writer(rows: Sequence[Row], x: np.ndarray, folds: int = LEAD_FOL
 
 
 def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
-          extra: WrittenPairs | None = None, hidden: int = HIDDEN, before: bool | None = None,
-          lead: bool | None = None) -> Judgement:
+          extra: WrittenPairs | None = None, hidden: int = HIDDEN, lead: bool | None = None) -> Judgement:
     """The three models from the corpus's rows; the pair model also from the `extra` pairs written apart. The
     act and slot models read their features through `hidden` rectified units (0: directly, a plain regression),
-    with `before` (None: `BEFORE`) the parse of the clauses before each in its message, and with `lead` (None:
-    `LEAD`) their acts (`lead_model`); the pair model, which reads a few dozen numbers, reads them directly."""
-    before = BEFORE if before is None else before
+    and with `lead` (None: `LEAD`) the acts of the clauses before each in its message (`lead_model`); the pair
+    model, which reads a few dozen numbers, reads them directly."""
     lead = LEAD if lead is None else lead
     vocab = judge.vocabulary([r.text for r in rows], [r.writer for r in rows], LEAST_WRITERS,
                              pair_writers=PAIR_WRITERS, pair_count=PAIR_COUNT)
     leading = lead_model(rows, x) if lead else None
-    cx = judge.clause_features(x, [r.text for r in rows], vocab, messages(rows), before,
+    cx = judge.clause_features(x, [r.text for r in rows], vocab, messages(rows),
                                lead_out_of_writer(rows, x) if lead else None)
     act = fit(cx, [r.act for r in rows], c=c, raw=len(vocab), hidden=hidden)
     slotted = [i for i, r in enumerate(rows) if r.slot]
@@ -176,10 +174,10 @@ def train(rows: Sequence[Row], x: np.ndarray, multi: set[str], c: float = 0.05,
     # decision's subject and a second language the same thing (0.53, 0.70, 0.88; scaled 0.14, 0.13, 0.65)
     labels = ["same" if p[2] else "other" for p in found]
     if extra is not None and len(extra):
-        f = np.concatenate([f, _written_features(extra, slot, vocab, before, leading)])
+        f = np.concatenate([f, _written_features(extra, slot, vocab, leading)])
         labels += ["same" if same else "other" for same in extra.same]
     pair = fit(f, labels, c=c, balanced=True)
-    return Judgement(act, slot, pair, vocab, before, leading)
+    return Judgement(act, slot, pair, vocab, leading)
 
 
 def messages(rows: Sequence[Row]) -> list[tuple[str, str]]:
@@ -553,7 +551,7 @@ def table(report: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    global PAIR_WRITERS, BEFORE, LEAD  # what `train` reads, for this run
+    global PAIR_WRITERS, LEAD  # what `train` reads, for this run
     ap = argparse.ArgumentParser(prog="python -m hippograph.notes_model.train", description=__doc__)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=WEIGHTS)
@@ -580,14 +578,11 @@ def main(argv: list[str]) -> int:
                     help="train the pair model on the pairs written for it too (CORPUS/pairs/*.jsonl): left one "
                          "writer out, they did not raise the corpus's measures on most writers, so the packaged "
                          "weights are made without them")
-    ap.add_argument("--before", action="store_true",
-                    help="the act and slot models also read the parse of the clauses before each clause in its "
-                         "message (a request just before an instruction)")
-    ap.add_argument("--lead", action="store_true",
+    ap.add_argument("--lead", action=argparse.BooleanOptionalAction, default=LEAD,
                     help="the act and slot models also read the acts (asks, instructs) a plain regression gives the "
-                         "clauses before each clause in its message")
+                         "clauses before each clause in its message (default: not)")
     args = ap.parse_args(argv)
-    PAIR_WRITERS, BEFORE, LEAD = args.word_pairs, args.before, args.lead
+    PAIR_WRITERS, LEAD = args.word_pairs, args.lead
     files = list(corpus.corpus_files(args.corpus))
     if args.writers:
         wanted = set(args.writers.split(","))

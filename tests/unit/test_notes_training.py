@@ -265,7 +265,7 @@ def test_the_pair_model_learns_from_pairs_written_apart(sample) -> None:
     without, with_them = train.train(rows, x, multi), train.train(rows, x, multi, extra=extra)
 
     def right(j: judge.Judgement) -> float:
-        f = train._written_features(extra, j.slot, j.vocabulary, j.before, j.lead)
+        f = train._written_features(extra, j.slot, j.vocabulary, j.lead)
         return float(np.mean((np.array(j.pair.predict(f)) == "same") == extra.same))
 
     assert right(with_them) > right(without)  # the pairs are read: what it was shown, it answers better
@@ -381,7 +381,7 @@ def test_pairs_of_words_are_read_only_when_asked_and_only_those_many_writers_use
     assert judge.words(["Skip it this time"], paired)[0][paired.index("this time")] == 1.0
 
 
-def test_a_clause_reads_the_highest_parse_numbers_of_those_before_it_in_its_message() -> None:
+def test_a_clause_reads_the_highest_numbers_of_those_before_it_in_its_message() -> None:
     parse = np.zeros((4, len(FEATURES)), dtype=np.float32)
     question, words = FEATURES.index("question"), FEATURES.index("words_log")
     parse[0, question], parse[0, words], parse[1, words], parse[3, words] = 1.0, 2.0, 3.0, 1.0
@@ -397,16 +397,16 @@ def test_the_clauses_before_are_read_at_write_time_as_they_were_in_training(samp
     from hippograph.notes_model.learned import LearnedNotes
 
     _, rows, x = sample
-    j = train.train(rows, x, train.multi_slots(), before=True, lead=True)
-    plain = train.train(rows, x, train.multi_slots(), before=False, lead=False)
-    assert j.before and j.lead is not None and not plain.before and plain.lead is None
+    j = train.train(rows, x, train.multi_slots(), lead=True)
+    plain = train.train(rows, x, train.multi_slots(), lead=False)
+    assert j.lead is not None and plain.lead is None
     assert j.lead.classes == sorted([*train.LEAD_ACTS, "other"])
     j.save(tmp_path)
     learned = LearnedNotes.load(train._readers()[1], tmp_path)
-    assert learned is not None and learned.j.before and learned.j.lead is not None
+    assert learned is not None and learned.j.lead is not None
     messages = train.messages(rows)
     cx = j.clause_features(x, [r.text for r in rows], messages)
-    wide = len(FEATURES) + 1 + len(j.lead.classes) + 1  # the parse before, the acts before
+    wide = len(j.lead.classes) + 1  # the highest of each act's probability before, and whether there is one
     assert cx.shape[1] == plain.clause_features(x, [r.text for r in rows]).shape[1] + wide
     at_write = learned.features([Clause(text=r.text, parse=r.parse) for r in rows], None, [f"{s}/{m}" for s, m in messages])
     assert np.allclose(at_write, cx, atol=1e-4)
