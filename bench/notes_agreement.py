@@ -31,7 +31,7 @@ import numpy as np
 
 from hippograph.bench.extraction import CaseFile, CaseSequence, matches, score_sequence, summarise
 from hippograph.models import Note, NoteKind
-from hippograph.notes_model import corpus, judge, train
+from hippograph.notes_model import corpus, judge, scoring, train
 from hippograph.notes_model.features import clause_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,8 +87,8 @@ def _cases(seqs: list[corpus.Sequence]) -> CaseFile:
 
 
 def measures(got: dict) -> dict:
-    out = {m: train._value(got, path) for m, path in train.NOTE_MEASURES}
-    out["objective"] = round(train.objective(got), 4)
+    out = {m: scoring.value(got, path) for m, path in scoring.NOTE_MEASURES}
+    out["objective"] = round(scoring.objective(got), 4)
     return out
 
 

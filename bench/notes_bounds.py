@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hippograph.notes_model import corpus, judge, train
+from hippograph.notes_model import corpus, judge, scoring, train
 from hippograph.notes_model.features import DIM, clause_rows, clause_starts, matrix, parsed
 from hippograph.notes_model.segment import fit_bounds
 
@@ -104,18 +104,18 @@ def main(argv: list[str]) -> int:
                 notes[w] = train.simulate(*parts[w], limits)
                 pieces += len(parts[w][2])
             print(f"{cut}: group {group[0]}.. {time.time() - t:.0f} s, {vectors.made} texts embedded", flush=True)
-        objective = {w: round(train.objective(m), 4) for w, m in notes.items()}
-        report[cut] = {"notes": notes, "spread": train.spread(notes), "objective": objective, "pieces": pieces,
+        objective = {w: round(scoring.objective(m), 4) for w, m in notes.items()}
+        report[cut] = {"notes": notes, "spread": scoring.spread(notes), "objective": objective, "pieces": pieces,
                        "objective_mean": round(float(np.mean(list(objective.values()))), 4)}
-        print(f"{cut} cut ({pieces} pieces): objective {report[cut]['objective_mean']}\n" + train.table(notes), flush=True)
+        print(f"{cut} cut ({pieces} pieces): objective {report[cut]['objective_mean']}\n" + scoring.table(notes), flush=True)
         if args.choose:  # its own thresholds, chosen as the packaged ones were on the rule's cut
             chosen, _ = train.choose_limits(parts)
             again = {w: train.simulate(*p, chosen) for w, p in parts.items()}
-            mine = {w: round(train.objective(m), 4) for w, m in again.items()}
-            report[cut]["chosen"] = {"limits": chosen.__dict__, "notes": again, "spread": train.spread(again),
+            mine = {w: round(scoring.objective(m), 4) for w, m in again.items()}
+            report[cut]["chosen"] = {"limits": chosen.__dict__, "notes": again, "spread": scoring.spread(again),
                                      "objective": mine, "objective_mean": round(float(np.mean(list(mine.values()))), 4)}
             print(f"{cut} cut at the thresholds chosen on it {chosen.__dict__}: objective "
-                  f"{report[cut]['chosen']['objective_mean']}\n" + train.table(again), flush=True)
+                  f"{report[cut]['chosen']['objective_mean']}\n" + scoring.table(again), flush=True)
         if args.report:  # kept after each cut: a long run stopped halfway keeps what it measured
             args.report.write_text(json.dumps(report, indent=1) + "\n")
     if "rule" in report and "learned" in report:

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from hippograph.notes_model import corpus, judge, train
+from hippograph.notes_model import corpus, judge, scoring, train
 from hippograph.notes_model.judge import Judgement
 
 TRIES = {"models": frozenset(), "act right": frozenset({"act"}), "slot right": frozenset({"slot"}),
@@ -58,8 +58,8 @@ def main(argv: list[str]) -> int:
     for name in tries:
         gold = TRIES[name]
         got = train.simulate(j, seqs, rows, x, limits, gold)
-        report[name] = {m: train._value(got, path) for m, path in train.NOTE_MEASURES}
-        report[name]["objective"] = round(train.objective(got), 4)
+        report[name] = {m: scoring.value(got, path) for m, path in scoring.NOTE_MEASURES}
+        report[name]["objective"] = round(scoring.objective(got), 4)
         print(name, report[name], flush=True)
     report["seconds"], report["load"] = round(time.time() - started), os.getloadavg()
     if args.report:

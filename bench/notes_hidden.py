@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hippograph.notes_model import corpus, judge, train
+from hippograph.notes_model import corpus, judge, scoring, train
 
 
 def main(argv: list[str]) -> int:
@@ -46,11 +46,11 @@ def main(argv: list[str]) -> int:
         j = train.train([rows[i] for i in keep], x[keep], multi, hidden=hidden)
         seconds = time.perf_counter() - began
         notes = {w: train.simulate(j, *train._of(w, seqs, rows, x), limits) for w in scored_on}
-        objective = {w: train.objective(m) for w, m in notes.items()}
+        objective = {w: scoring.objective(m) for w, m in notes.items()}
         report["by_hidden"][str(hidden)] = {"train_seconds": round(seconds, 1), "objective": objective,
-                                            "spread": train.spread(notes), "notes": notes}
+                                            "spread": scoring.spread(notes), "notes": notes}
         print(f"hidden {hidden} (trained in {seconds:.0f} s): objective {np.mean(list(objective.values())):.4f}\n"
-              + train.table(notes), flush=True)
+              + scoring.table(notes), flush=True)
     first, *others = report["by_hidden"]
     for h in others:
         a, b = report["by_hidden"][first]["objective"], report["by_hidden"][h]["objective"]

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from hippograph.bench.common import machine
-from hippograph.notes_model import corpus, judge, train
+from hippograph.notes_model import corpus, judge, scoring, train
 from hippograph.notes_model.features import Row
 from hippograph.notes_model.judge import Judgement
 
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
             hs, hr, hx = train.build(sorted(folder.glob("*.json")), args.cache)
             notes = train.simulate(everyone, hs, hr, hx, limits)
             report["held_out"][str(folder)] = {**shares(hr, stated(everyone, hr, hx, limits)), "notes": notes,
-                                               "objective": round(train.objective(notes), 4)}
+                                               "objective": round(scoring.objective(notes), 4)}
     report |= {"command": " ".join(["python", "bench/notes_instructions.py", *argv]),
                "seconds": round(time.perf_counter() - began), "machine": machine()}
     s = report["summary"]
@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
     for folder, m in report["held_out"].items():
         print(f"{folder}: one-off instructions stated {m['instructions_stated']:.3f} of {m['instructions']}, lasting "
               f"preferences stated {m['lasting_stated']:.3f} of {m['lasting']}; objective {m['objective']:.3f}\n"
-              + train.table({folder: m["notes"]}))
+              + scoring.table({folder: m["notes"]}))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1, default=float) + "\n")
     return 0

@@ -252,7 +252,7 @@ def run_writers_out(cases: Sequence[Path], out: Path | None, corpus_root: Path, 
     judgement trained on every other writer of `corpus_root` (leave-one-writer-out, the split named after
     the writer) and with the one trained on every writer (in-writer, "<writer> (in-writer)"), at the
     thresholds of the packaged weights; with the spread of each measure across writers, both ways."""
-    from hippograph.notes_model import corpus, train
+    from hippograph.notes_model import corpus, scoring, train
     from hippograph.notes_model.judge import WEIGHTS
 
     try:
@@ -293,7 +293,7 @@ def run_writers_out(cases: Sequence[Path], out: Path | None, corpus_root: Path, 
                     report["models"] = models_used(service)
     out_of = {k: v for k, v in report["splits"].items() if not k.endswith("(in-writer)")}
     in_writer = {k: v for k, v in report["splits"].items() if k.endswith("(in-writer)")}
-    report["spread"], report["spread_in_writer"] = train.spread(out_of), train.spread(in_writer)
+    report["spread"], report["spread_in_writer"] = scoring.spread(out_of), scoring.spread(in_writer)
     _written(report, out)
     for name, spread in (("leave-one-writer-out", report["spread"]), ("in-writer", report["spread_in_writer"])):
         print(f"\n{name}: " + "; ".join(f"{k} {v['mean']:.3f} ({v['min']:.3f}-{v['max']:.3f})"

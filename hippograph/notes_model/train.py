@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from hippograph.notes_model import corpus, judge, written_pairs
+from hippograph.notes_model import corpus, judge, scoring, written_pairs
 from hippograph.notes_model.features import DIM, Row, clause_rows, matrix
 from hippograph.notes_model.judge import WEIGHTS, Judgement, pair_features
 from hippograph.notes_model.linear import LinearModel, fit
@@ -416,7 +416,7 @@ def notes_report(parts: dict[str, tuple[Judgement, list[corpus.Sequence], list[R
     `out_of_writer`) and by the one trained on every writer (`notes_in_writer`), with their spread."""
     notes = {w: simulate(j, s, r, xs, limits) for w, (j, s, r, xs) in parts.items()}
     in_writer = {w: simulate(everyone, s, r, xs, limits) for w, (_, s, r, xs) in parts.items()}
-    return {"notes": notes, "notes_in_writer": in_writer, "spread": spread(notes), "spread_in_writer": spread(in_writer)}
+    return {"notes": notes, "notes_in_writer": in_writer, "spread": scoring.spread(notes), "spread_in_writer": scoring.spread(in_writer)}
 
 
 def groups(writers: Sequence[str], folds: int = FOLDS) -> list[list[str]]:
@@ -459,95 +459,12 @@ def _without(left: set[str], rows: Sequence[Row], x: np.ndarray, multi: set[str]
     return train([rows[i] for i in out], x[out], multi, extra=extra, hidden=hidden)
 
 
-#: the thresholds tried, one at a time from the defaults (`choose_limits`)
-LIMITS_TRIED = {"note": (0.35, 0.5, 0.65, 0.8), "retract": (0.2, 0.3, 0.4, 0.5), "same": (0.3, 0.5, 0.7),
-                "stated": (0.0, 0.2, 0.3, 0.4, 0.5), "related": (1.01, 0.3, 0.2, 0.1, 0.05),
-                "covers": (1.01, 0.4, 0.3, 0.2, 0.1)}
-
-
-def objective(measures: dict) -> float:
-    """What a choice of thresholds is judged by: the mean of note precision and recall, replacement and
-    retirement accuracy, and one less the false-note rate (each target counts the same)."""
-    values = [_value(measures, path) for _, path in NOTE_MEASURES]
-    got = [v for v in values[:4] if v is not None] + ([1.0 - values[4]] if values[4] is not None else [])
-    return float(np.mean(got)) if got else 0.0
-
-
 def choose_limits(parts: dict[str, tuple[Judgement, list[corpus.Sequence], list[Row], np.ndarray]]
                   ) -> tuple[judge.Thresholds, dict]:
-    """The thresholds of the judgement chosen out of writer: each writer's sequences scored with the
-    judgement trained without it (`parts`, from `out_of_writer`), at each threshold tried (one at a time; twice
-    over, unless the first pass changed nothing), by `objective`: a value is taken if it raises the mean over
-    writers and gains on more than half of them, the best such value by the mean. Returns the chosen thresholds
-    and the mean of each try."""
-    scored: dict[judge.Thresholds, np.ndarray] = {}
-
-    def score(limits: judge.Thresholds) -> np.ndarray:  # the objective of each writer's part
-        if limits not in scored:
-            scored[limits] = np.array([objective(simulate(j, s, r, xs, limits)) for j, s, r, xs in parts.values()])
-        return scored[limits]
-
-    best = judge.Thresholds()
-    tried = {"default": float(score(best).mean())}
-    for round_ in (1, 2):  # a second pass: a threshold's best value may move once the later ones have
-        before = best
-        for name, values in LIMITS_TRIED.items():
-            now = score(best)
-            results = {}
-            for v in values:
-                key = f"{name}={v}" if round_ == 1 else f"{name}={v} (again)"
-                results[v] = score(judge.Thresholds(**{**best.__dict__, name: v}))
-                tried[key] = float(results[v].mean())
-            chosen = taken(now, results)
-            if chosen is not None:
-                best = judge.Thresholds(**{**best.__dict__, name: chosen})
-        if best == before:
-            break
-    return best, tried
-
-
-def taken(now: np.ndarray, tries: dict[float, np.ndarray]) -> float | None:
-    """Of the values tried, the one taken over the current (`now`: each writer's objective): the best by the
-    mean over writers of those that raise the mean and gain on more than half of the writers; None if none
-    does. A change that gains on a few writers only is not taken, however much it gains there."""
-    gains = [v for v, got in tries.items() if got.mean() > now.mean() and (got > now).sum() > len(now) / 2]
-    return max(gains, key=lambda v: float(tries[v].mean())) if gains else None
-
-
-NOTE_MEASURES = (("all precision", ("all", "precision")), ("all recall", ("all", "recall")),
-                 ("replacement accuracy", ("replacement_accuracy",)), ("retirement accuracy", ("retirement_accuracy",)),
-                 ("false-note rate", ("false_note_rate",)))
-
-
-def _value(measures: dict, path: tuple[str, ...]) -> float | None:
-    """A measure of a report, by its keys ("all", "precision"); None where there is none."""
-    v: Any = measures
-    for key in path:
-        v = v.get(key) if isinstance(v, dict) else None
-    return None if v is None else float(v)
-
-
-def spread(report: dict[str, dict]) -> dict[str, dict[str, float]]:
-    """Each end-to-end measure over the writers: mean, lowest and highest."""
-    out = {}
-    for name, path in NOTE_MEASURES:
-        values = [v for measures in report.values() if (v := _value(measures, path)) is not None]
-        if values:
-            out[name] = {"mean": round(float(np.mean(values)), 3), "min": round(min(values), 3),
-                         "max": round(max(values), 3)}
-    return out
-
-
-def table(report: dict[str, dict]) -> str:
-    writers = list(report)
-    lines = ["| measure | " + " | ".join(writers) + " | mean (min-max) |", "|---" * (len(writers) + 2) + "|"]
-    summary = spread(report)
-    for name, path in NOTE_MEASURES:
-        cells = ["-" if (v := _value(report[w], path)) is None else f"{v:.3f}" for w in writers]
-        s = summary.get(name)
-        lines.append(f"| {name} | " + " | ".join(cells) + (
-            f" | {s['mean']:.3f} ({s['min']:.3f}-{s['max']:.3f}) |" if s else " | - |"))
-    return "\n".join(lines)
+    """The thresholds of the judgement chosen out of writer (`scoring.choose`): each writer's sequences scored
+    with the judgement trained without it (`parts`, from `out_of_writer`)."""
+    return scoring.choose(lambda limits: np.array([scoring.objective(simulate(j, s, r, xs, limits))
+                                                   for j, s, r, xs in parts.values()]))
 
 
 def main(argv: list[str]) -> int:
@@ -594,14 +511,14 @@ def main(argv: list[str]) -> int:
     extra = written(args.corpus) if args.with_pairs else None
     if args.score:
         report = scored(Judgement.load(args.out), seqs, rows, x, judge.limits_of(args.out))
-        print(f"the judgement of {args.out} on each writer's sequences\n" + table(report))
+        print(f"the judgement of {args.out} on each writer's sequences\n" + scoring.table(report))
         if args.report:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
     if args.writers_out:
         report = writers_out(seqs, rows, x, judge.limits_of(args.out), extra, args.folds, args.hidden)  # the thresholds chosen with the weights
-        print(f"out of writer ({args.folds} groups of writers held out in turn): the notes kept over each sequence\n" + table(report["notes"]))
-        print("\nin-writer (trained on every writer, this one included)\n" + table(report["notes_in_writer"]))
+        print(f"out of writer ({args.folds} groups of writers held out in turn): the notes kept over each sequence\n" + scoring.table(report["notes"]))
+        print("\nin-writer (trained on every writer, this one included)\n" + scoring.table(report["notes_in_writer"]))
         if args.report:
             args.report.write_text(json.dumps(report, indent=1) + "\n")
         return 0
@@ -613,7 +530,7 @@ def main(argv: list[str]) -> int:
     if args.report:  # each writer at the thresholds chosen, by the judgement the choice scored it with
         out = notes_report(parts, everyone, limits)
         args.report.write_text(json.dumps(out, indent=1) + "\n")
-        print(f"out of writer ({args.folds} groups), at the thresholds chosen\n" + table(out["notes"]))
+        print(f"out of writer ({args.folds} groups), at the thresholds chosen\n" + scoring.table(out["notes"]))
     print(f"trained on {len(rows)} pieces of {len(files)} files and {len(extra) if extra else 0} pairs written apart; "
           f"weights in {args.out}")
     print(f"thresholds chosen out of writer ({args.folds} groups): " + ", ".join(f"{k} {v}" for k, v in limits.__dict__.items())

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hippograph.extraction.rules import normalise as said
-from hippograph.notes_model import corpus, judge, train
+from hippograph.notes_model import corpus, judge, scoring, train
 from hippograph.notes_model.segment import FEATURES
 
 NOTES = Path(__file__).resolve().parents[2] / "bench" / "notes"
@@ -228,11 +228,30 @@ def test_a_threshold_is_taken_only_where_most_writers_gain() -> None:
     few = np.array([0.90, 0.90, 0.50, 0.49, 0.49])  # a higher mean, from two writers
     most = np.array([0.52, 0.51, 0.51, 0.49, 0.50])  # a little higher on three of five
     assert few.mean() > most.mean() > now.mean()
-    assert train.taken(now, {0.1: few, 0.2: most}) == 0.2
-    assert train.taken(now, {0.1: few}) is None
-    assert train.taken(now, {0.1: now.copy()}) is None  # no gain: the current value stays
+    assert scoring.taken(now, {0.1: few, 0.2: most}) == 0.2
+    assert scoring.taken(now, {0.1: few}) is None
+    assert scoring.taken(now, {0.1: now.copy()}) is None  # no gain: the current value stays
     better = most + 0.01
-    assert train.taken(now, {0.2: most, 0.3: better}) == 0.3  # of those most writers gain on, the best mean
+    assert scoring.taken(now, {0.2: most, 0.3: better}) == 0.3  # of those most writers gain on, the best mean
+
+
+def test_the_thresholds_chosen_are_those_most_writers_gain_on_whatever_order_they_are_tried_in() -> None:
+    def score_of(limits: judge.Thresholds) -> np.ndarray:  # four writers' objectives at a choice of thresholds
+        got = np.full(4, 0.5)
+        if limits.note == 0.35:
+            got += [0.02, 0.02, 0.02, -0.01]  # three of four gain
+        if limits.retract == 0.3:
+            got += [0.4, 0.0, 0.0, -0.01]  # a higher mean, from one writer only
+        if limits.same == 0.7 and limits.stated == 0.3:  # gains only once `stated`, tried after it, has moved
+            got += 0.01
+        if limits.stated == 0.3:
+            got += [0.01, 0.01, 0.01, 0.0]
+        return got
+
+    best, tried = scoring.choose(score_of)
+    assert (best.note, best.retract, best.stated, best.same) == (0.35, judge.Thresholds().retract, 0.3, 0.7)
+    assert tried["retract=0.3"] > tried["default"]  # tried, and higher on the mean, yet not taken
+    assert "same=0.7 (again)" in tried
 
 
 def test_the_pairs_written_for_the_pair_model_load_and_a_bad_line_is_refused(tmp_path: Path) -> None:
