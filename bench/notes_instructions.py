@@ -81,26 +81,31 @@ def main(argv: list[str]) -> int:
                     help="the act and slot models also read pairs of words that at least this many writers used")
     ap.add_argument("--lead", action=argparse.BooleanOptionalAction, default=train.LEAD, help="the act and slot "
                     "models also read the acts a plain regression gives the clauses before each clause in its message")
+    ap.add_argument("--held-out-only", action="store_true",
+                    help="score only the --held-out folders, with the judgement saved in the --limits folder (its weights and "
+                         "thresholds: the packaged one by default), instead of one trained here on every writer")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.held_out_only and not args.held_out:
+        ap.error("--held-out-only needs at least one --held-out folder")
     train.PAIR_WRITERS, train.LEAD = args.word_pairs, args.lead
     left = set(filter(None, args.without.split(",")))
     files = [f for f in corpus.corpus_files(args.corpus) if f.parent.name not in left]
     began = time.perf_counter()
-    seqs, rows, x = train.build(files, args.cache)
+    seqs, rows, x = ([], [], np.zeros((0, 0))) if args.held_out_only else train.build(files, args.cache)
     limits, multi = judge.limits_of(args.limits), train.multi_slots()
     by_writer: dict[str, dict] = {}
-    for group in train.groups([r.writer for r in rows], args.folds):
+    for group in [] if args.held_out_only else train.groups([r.writer for r in rows], args.folds):
         j = train._without(set(group), rows, x, multi, None, args.hidden)
         for w in group:
             _, held_rows, held_x = train._of(w, seqs, rows, x)
             by_writer[w] = shares(held_rows, stated(j, held_rows, held_x, limits))
         print(f"scored {', '.join(group)} ({time.perf_counter() - began:.0f} s)", flush=True)
     report: dict = {"limits": limits.__dict__, "without": sorted(left), "folds": args.folds,
-                    "writers": by_writer, "summary": summary(by_writer, args.least), "held_out": {}}
+                    "writers": by_writer, "summary": summary(by_writer, args.least) if by_writer else {}, "held_out": {}}
     if args.held_out:
-        everyone = train.train(rows, x, multi, hidden=args.hidden)
+        everyone = Judgement.load(args.limits) if args.held_out_only else train.train(rows, x, multi, hidden=args.hidden)
         for folder in args.held_out:
             hs, hr, hx = train.build(sorted(folder.glob("*.json")), args.cache)
             notes = train.simulate(everyone, hs, hr, hx, limits)
@@ -109,11 +114,12 @@ def main(argv: list[str]) -> int:
     report |= {"command": " ".join(["python", "bench/notes_instructions.py", *argv]),
                "seconds": round(time.perf_counter() - began), "machine": machine()}
     s = report["summary"]
-    print(f"out of writer ({args.folds} groups), mean (min-max) over the writers with {args.least}+ pieces:\n"
-          f"  one-off instructions stated as notes: {s['instructions_stated']['mean']:.3f} "
-          f"({s['instructions_stated']['min']:.3f}-{s['instructions_stated']['max']:.3f}, {s['instructions_stated']['writers']} writers)\n"
-          f"  lasting preferences stated as notes:  {s['lasting_stated']['mean']:.3f} "
-          f"({s['lasting_stated']['min']:.3f}-{s['lasting_stated']['max']:.3f}, {s['lasting_stated']['writers']} writers)")
+    if s:
+        print(f"out of writer ({args.folds} groups), mean (min-max) over the writers with {args.least}+ pieces:\n"
+              f"  one-off instructions stated as notes: {s['instructions_stated']['mean']:.3f} "
+              f"({s['instructions_stated']['min']:.3f}-{s['instructions_stated']['max']:.3f}, {s['instructions_stated']['writers']} writers)\n"
+              f"  lasting preferences stated as notes:  {s['lasting_stated']['mean']:.3f} "
+              f"({s['lasting_stated']['min']:.3f}-{s['lasting_stated']['max']:.3f}, {s['lasting_stated']['writers']} writers)")
     for folder, m in report["held_out"].items():
         print(f"{folder}: one-off instructions stated {m['instructions_stated']:.3f} of {m['instructions']}, lasting "
               f"preferences stated {m['lasting_stated']:.3f} of {m['lasting']}; objective {m['objective']:.3f}\n"

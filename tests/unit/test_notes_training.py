@@ -388,6 +388,21 @@ def test_the_instructions_bench_scores_one_off_and_lasting_pieces_out_of_writer(
     held = report["held_out"][str(tmp_path / "held")]
     assert held["instructions"] > 0 and set(held["notes"]) >= {"all", "false_note_rate"}
 
+    # scored only on the held-out folder, by the packaged judgement: no writer of the corpus is read
+    run = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "none"), "--held-out-only",
+                          "--held-out", str(tmp_path / "held"), "--out", str(tmp_path / "h.json")],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr
+    only = json.loads((tmp_path / "h.json").read_text())
+    assert only["writers"] == {} and only["limits"] == judge.limits_of(judge.WEIGHTS).__dict__
+    seqs = corpus.load_all([tmp_path / "held" / "part-01.json"])
+    rows, x = train.features(seqs)
+    packaged = train.simulate(judge.Judgement.load(judge.WEIGHTS), seqs, rows, x, judge.limits_of(judge.WEIGHTS))
+    assert only["held_out"][str(tmp_path / "held")]["notes"] == json.loads(json.dumps(packaged, default=float))
+    refused = subprocess.run([sys.executable, str(script), "--held-out-only"], capture_output=True, text=True,
+                             timeout=600, check=False)
+    assert refused.returncode == 2 and "needs at least one --held-out folder" in refused.stderr
+
 
 def test_pairs_of_words_are_read_only_when_asked_and_only_those_many_writers_used() -> None:
     texts = ["Skip the drafts this time", "this time use a table", "This time, keep it short", "always keep it short"]
