@@ -404,6 +404,36 @@ def test_the_instructions_bench_scores_one_off_and_lasting_pieces_out_of_writer(
     assert refused.returncode == 2 and "needs at least one --held-out folder" in refused.stderr
 
 
+def test_extra_training_data_is_scored_in_the_corpus_writers_groups_and_never_scored_itself(tmp_path: Path) -> None:
+    """`bench/notes_more_writers.py`: the corpus's writers scored in their groups by judgements trained on the other
+    groups and on the extra folder; the extra writer is trained on, never scored."""
+    import json
+    import subprocess
+    import sys
+
+    for w in ("w38", "w41", "w43"):
+        first = json.loads(min((NOTES / w).glob("*.json")).read_text())
+        folder = tmp_path / ("extra" if w == "w43" else "corpus/" + w)
+        folder.mkdir(parents=True)
+        (folder / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:3]}))
+    script = Path(__file__).resolve().parents[2] / "bench" / "notes_more_writers.py"
+    run = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "corpus"), "--extra", str(tmp_path / "extra"),
+                          "--folds", "2", "--least", "1", "--hidden", "0", "--out", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert set(report["notes"]) == set(report["shares"]) == {"w38", "w41"}
+    assert report["objective"] == round(float(np.mean([scoring.objective(m) for m in report["notes"].values()])), 4)
+    for w, got in report["shares"].items():
+        rows, _ = train.features(corpus.load_all([tmp_path / "corpus" / w / "part-01.json"]))
+        assert got["instructions"] == sum(r.act == "instructs" for r in rows)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "corpus"), "--extra", str(empty)],
+                             capture_output=True, text=True, timeout=600, check=False)
+    assert refused.returncode == 2 and "no --extra files" in refused.stderr
+
+
 def test_pairs_of_words_are_read_only_when_asked_and_only_those_many_writers_used() -> None:
     texts = ["Skip the drafts this time", "this time use a table", "This time, keep it short", "always keep it short"]
     writers = ["a", "b", "c", "c"]
