@@ -360,6 +360,17 @@ def test_a_notes_own_words_leave_the_others_where_they_stand_as_words() -> None:
     assert train._without_words("vegan now, or veggie", ["vegetarian|veggie"]) == "vegan now, or"
 
 
+def _small_corpus(root: Path, third: str, sequences: int) -> None:
+    """Two writers' first sequences as a corpus under `root/corpus`, and a third writer's as the folder `root/third`."""
+    import json
+
+    for w in ("w38", "w41", "w43"):
+        first = json.loads(min((NOTES / w).glob("*.json")).read_text())
+        folder = root / (third if w == "w43" else "corpus/" + w)
+        folder.mkdir(parents=True)
+        (folder / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:sequences]}))
+
+
 def test_the_instructions_bench_scores_one_off_and_lasting_pieces_out_of_writer(tmp_path: Path) -> None:
     """`bench/notes_instructions.py` on a small corpus of two writers and a held-out folder: each writer's share
     of one-off instructions and of lasting preferences stated as notes, counted over the pieces so labelled, by
@@ -368,11 +379,7 @@ def test_the_instructions_bench_scores_one_off_and_lasting_pieces_out_of_writer(
     import subprocess
     import sys
 
-    for w in ("w38", "w41", "w43"):
-        first = json.loads(min((NOTES / w).glob("*.json")).read_text())
-        folder = tmp_path / ("held" if w == "w43" else "corpus/" + w)
-        folder.mkdir(parents=True)
-        (folder / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:4]}))
+    _small_corpus(tmp_path, "held", 4)
     script = Path(__file__).resolve().parents[2] / "bench" / "notes_instructions.py"
     run = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "corpus"), "--held-out",
                           str(tmp_path / "held"), "--folds", "2", "--least", "1", "--hidden", "0", "--out", str(tmp_path / "r.json")],
@@ -411,11 +418,7 @@ def test_extra_training_data_is_scored_in_the_corpus_writers_groups_and_never_sc
     import subprocess
     import sys
 
-    for w in ("w38", "w41", "w43"):
-        first = json.loads(min((NOTES / w).glob("*.json")).read_text())
-        folder = tmp_path / ("extra" if w == "w43" else "corpus/" + w)
-        folder.mkdir(parents=True)
-        (folder / "part-01.json").write_text(json.dumps({**first, "sequences": first["sequences"][:3]}))
+    _small_corpus(tmp_path, "extra", 3)
     script = Path(__file__).resolve().parents[2] / "bench" / "notes_more_writers.py"
     run = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "corpus"), "--extra", str(tmp_path / "extra"),
                           "--folds", "2", "--least", "1", "--hidden", "0", "--out", str(tmp_path / "r.json")],
