@@ -93,15 +93,16 @@ def main(argv: list[str]) -> int:
     left = set(filter(None, args.without.split(",")))
     files = [f for f in corpus.corpus_files(args.corpus) if f.parent.name not in left]
     began = time.perf_counter()
-    seqs, rows, x = ([], [], np.zeros((0, 0))) if args.held_out_only else train.build(files, args.cache)
     limits, multi = judge.limits_of(args.limits), train.multi_slots()
     by_writer: dict[str, dict] = {}
-    for group in [] if args.held_out_only else train.groups([r.writer for r in rows], args.folds):
-        j = train._without(set(group), rows, x, multi, None, args.hidden)
-        for w in group:
-            _, held_rows, held_x = train._of(w, seqs, rows, x)
-            by_writer[w] = shares(held_rows, stated(j, held_rows, held_x, limits))
-        print(f"scored {', '.join(group)} ({time.perf_counter() - began:.0f} s)", flush=True)
+    if not args.held_out_only:
+        seqs, rows, x = train.build(files, args.cache)
+        for group in train.groups([r.writer for r in rows], args.folds):
+            j = train._without(set(group), rows, x, multi, None, args.hidden)
+            for w in group:
+                _, held_rows, held_x = train._of(w, seqs, rows, x)
+                by_writer[w] = shares(held_rows, stated(j, held_rows, held_x, limits))
+            print(f"scored {', '.join(group)} ({time.perf_counter() - began:.0f} s)", flush=True)
     report: dict = {"limits": limits.__dict__, "without": sorted(left), "folds": args.folds,
                     "writers": by_writer, "summary": summary(by_writer, args.least) if by_writer else {}, "held_out": {}}
     if args.held_out:

@@ -42,19 +42,14 @@ def main(argv: list[str]) -> int:
     began = time.perf_counter()
     files = list(corpus.corpus_files(args.corpus))
     extra = [f for folder in args.extra for f in sorted(folder.glob("*.json"))]
-    seqs, rows, x = train.build(files + extra, args.cache)
-    scored_writers = sorted({f.parent.name for f in files})
-    if not scored_writers or not extra:
+    if not files or not extra:
         print("nothing to score: no corpus files, or no --extra files", file=sys.stderr)
         return 2
-    multi, limits = train.multi_slots(), judge.limits_of(args.limits)
-    parts, shares = {}, {}
-    for group in train.groups(scored_writers, args.folds):
-        j = train._without(set(group), rows, x, multi, None, args.hidden)
-        for w in group:
-            parts[w] = (j, *train._of(w, seqs, rows, x))
-            shares[w] = ni.shares(parts[w][2], ni.stated(j, parts[w][2], parts[w][3], limits))
-        print(f"scored {', '.join(group)} ({time.perf_counter() - began:.0f} s)", flush=True)
+    seqs, rows, x = train.build(files + extra, args.cache)
+    limits = judge.limits_of(args.limits)
+    parts = train.out_of_writer(seqs, rows, x, None, args.folds, args.hidden, writers=sorted({f.parent.name for f in files}))
+    shares = {w: ni.shares(r, ni.stated(j, r, xs, limits)) for w, (j, _, r, xs) in parts.items()}
+    print(f"scored {len(parts)} writers ({time.perf_counter() - began:.0f} s)", flush=True)
     at_limits = {w: train.simulate(j, s, r, xs, limits) for w, (j, s, r, xs) in parts.items()}
     chosen, tried = train.choose_limits(parts)
     notes = {w: train.simulate(j, s, r, xs, chosen) for w, (j, s, r, xs) in parts.items()}

@@ -426,13 +426,16 @@ def groups(writers: Sequence[str], folds: int = FOLDS) -> list[list[str]]:
 
 
 def out_of_writer(seqs: Sequence[corpus.Sequence], rows: Sequence[Row], x: np.ndarray,
-                  extra: WrittenPairs | None = None, folds: int = FOLDS, hidden: int = HIDDEN
+                  extra: WrittenPairs | None = None, folds: int = FOLDS, hidden: int = HIDDEN,
+                  writers: Sequence[str] | None = None
                   ) -> dict[str, tuple[Judgement, list[corpus.Sequence], list[Row], np.ndarray]]:
     """Each writer's sequences, rows and features with the judgement trained on the writers of the other groups
-    (`groups`): never on this writer's words. With as many groups as writers, it is left one writer out."""
+    (`groups`): never on this writer's words. With as many groups as writers, it is left one writer out. Only
+    `writers` (default: every writer of `rows`) are dealt into groups and scored; any other writer's rows are
+    trained on in every group."""
     multi = multi_slots()
     out = {}
-    for group in groups([r.writer for r in rows], folds):
+    for group in groups([r.writer for r in rows] if writers is None else writers, folds):
         j = _without(set(group), rows, x, multi, extra, hidden)
         for w in group:
             out[w] = (j, *_of(w, seqs, rows, x))
