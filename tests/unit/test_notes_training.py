@@ -430,6 +430,19 @@ def test_extra_training_data_is_scored_in_the_corpus_writers_groups_and_never_sc
     for w, got in report["shares"].items():
         rows, _ = train.features(corpus.load_all([tmp_path / "corpus" / w / "part-01.json"]))
         assert got["instructions"] == sum(r.act == "instructs" for r in rows)
+    # the judgement a writer is scored by is the one trained on every writer but its group, the extra one included
+    seqs = corpus.load_all(sorted(tmp_path.glob("corpus/*/part-01.json")) + [tmp_path / "extra" / "part-01.json"])
+    rows, x = train.features(seqs)
+    parts = train.out_of_writer(seqs, rows, x, None, 2, 0, writers=["w38", "w41"])
+    assert set(parts) == {"w38", "w41"}
+    j, _, held_rows, held_x = parts["w38"]
+    trained = train._without({"w38"}, rows, x, train.multi_slots(), None, 0)
+    without_extra = train._without({"w38", "w43"}, rows, x, train.multi_slots(), None, 0)
+    def acts(judgement: judge.Judgement) -> np.ndarray:
+        cx = judgement.clause_features(held_x, [r.text for r in held_rows], train.messages(held_rows))
+        return judgement.act.probabilities(cx)
+
+    assert np.allclose(acts(j), acts(trained)) and not np.allclose(acts(j), acts(without_extra))
     empty = tmp_path / "empty"
     empty.mkdir()
     refused = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "corpus"), "--extra", str(empty)],
