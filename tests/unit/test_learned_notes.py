@@ -159,7 +159,8 @@ def test_a_note_is_read_and_indexed_with_its_clauses_vector(service: Hippograph)
 
 
 @pytest.mark.xfail(strict=True, reason="'Please exclude drafts from this report and keep it to the signed contracts' is "
-                                       "a lasting rule to the judgement (stated): BENCHMARKS.md 'Instructions for the task at hand'")
+                                       "a lasting rule to the judgement (stated); no reading of the clause tells such one-offs "
+                                       "from lasting preferences better (BENCHMARKS.md 'What the clause carries')")
 def test_an_instruction_for_the_task_at_hand_stays_in_its_session(service: Hippograph) -> None:
     """'Exclude drafts from this report' is said for one report: the session keeps it (its messages are in
     that session's block), and no note says it, so another session's block does not. Said as a rule for every

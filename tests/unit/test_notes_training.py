@@ -450,6 +450,82 @@ def test_extra_training_data_is_scored_in_the_corpus_writers_groups_and_never_sc
     assert refused.returncode == 2 and "no --extra files" in refused.stderr
 
 
+def _bench(name: str):
+    import importlib.util
+    import sys
+
+    folder = Path(__file__).resolve().parents[2] / "bench"
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(folder))
+
+
+def test_a_gate_on_one_offs_is_read_at_the_highest_threshold_that_meets_each_share() -> None:
+    """`bench/notes_one_off_frontier.py`: a stated piece whose gate is at least the threshold is not stated; for
+    each share of one-offs, the highest threshold that brings them to it, and what else is then stated."""
+    frontier = _bench("notes_one_off_frontier")
+    gate = np.array([0.9, 0.7, 0.5, 0.3, 0.1, 0.8, 0.6, 0.2, 0.4, 0.95])
+    stated = np.array([True, True, True, True, False, True, True, True, True, True])
+    one_off = np.array([True] * 5 + [False] * 5)
+    lasting = np.array([False] * 5 + [True, True, True, False, False])
+    other = np.array([False] * 8 + [True, True])
+    got = frontier.frontier(gate, stated, one_off, lasting, other, [1.0, 0.6, 0.4, 0.0])
+    assert got[0] == {"share": 1.0, "threshold": np.inf, "one_off": 0.8, "lasting": 1.0, "other": 1.0}
+    assert got[1] == {"share": 0.6, "threshold": 0.9, "one_off": 0.6, "lasting": 1.0, "other": 0.5}
+    assert got[2] == {"share": 0.4, "threshold": 0.7, "one_off": 0.4, "lasting": 0.6667, "other": 0.5}
+    assert got[3] == {"share": 0.0, "threshold": 0.3, "one_off": 0.0, "lasting": 0.3333, "other": 0.0}
+
+
+def test_the_area_under_the_curve_is_the_chance_a_one_off_scores_above_a_lasting_preference() -> None:
+    frontier = _bench("notes_one_off_frontier")
+    rng = np.random.default_rng(0)
+    score = rng.integers(0, 5, 200).astype(float)  # many ties
+    positive = rng.random(200) < 0.3
+    pairs = [(a > b) + 0.5 * (a == b) for a in score[positive] for b in score[~positive]]
+    assert frontier.auc(score, positive) == pytest.approx(float(np.mean(pairs)))
+
+
+def test_the_frontier_bench_scores_each_gate_out_of_writer(tmp_path: Path) -> None:
+    """The bench on a small corpus of two writers: every piece is read by the judgement trained without its
+    writer; with no gate, the one-offs and lasting preferences stated are those `notes_instructions.stated`
+    gives with that judgement, and each reading is scored."""
+    import json
+    import subprocess
+    import sys
+
+    _small_corpus(tmp_path, "unused", 4)
+    script = Path(__file__).resolve().parents[2] / "bench" / "notes_one_off_frontier.py"
+    run = subprocess.run([sys.executable, str(script), "--corpus", str(tmp_path / "corpus"), "--folds", "2",
+                          "--hidden", "0", "--e5", "--shares", "1.0,0.0", "--out", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert set(report["scores"]) == {"act model", "clause", "words", "with message and previous turn", "e5"}
+    seqs = corpus.load_all(sorted(tmp_path.glob("corpus/*/part-01.json")))
+    rows, x = train.features(seqs)
+    instructions = _bench("notes_instructions")
+    stated = np.zeros(len(rows), dtype=bool)
+    for w in ("w38", "w41"):
+        held = np.array([r.writer == w for r in rows])
+        j = train._without({w}, rows, x, train.multi_slots(), None, 0)
+        stated[held] = instructions.stated(j, [r for r, h in zip(rows, held, strict=True) if h], x[held],
+                                           judge.limits_of(judge.WEIGHTS))
+    one_off = np.array([r.act == "instructs" for r in rows])
+    lasting = np.array([instructions.lasting(r) for r in rows])
+    assert report["pieces"]["one_off"] == one_off.sum() > 0 and report["pieces"]["lasting"] == lasting.sum() > 0
+    assert report["no_gate"]["one_off"] == round(float(stated[one_off].mean()), 4)
+    assert report["no_gate"]["lasting"] == round(float(stated[lasting].mean()), 4)
+    for s in report["scores"].values():
+        assert s["frontier"][0]["lasting"] == report["no_gate"]["lasting"]  # share 1.0: nothing gated
+        assert s["frontier"][1]["one_off"] == 0.0 and 0.0 <= s["auc_one_off_vs_lasting"] <= 1.0
+
+
 def test_pairs_of_words_are_read_only_when_asked_and_only_those_many_writers_used() -> None:
     texts = ["Skip the drafts this time", "this time use a table", "This time, keep it short", "always keep it short"]
     writers = ["a", "b", "c", "c"]
