@@ -45,7 +45,8 @@ from hippograph.notes_model.linear import fit
 def frontier(gate: np.ndarray, stated: np.ndarray, one_off: np.ndarray, lasting: np.ndarray, other: np.ndarray,
              shares: Sequence[float]) -> list[dict[str, float]]:
     """For each share: the highest threshold at which the stated one-offs whose `gate` is below it are at most
-    that share of the one-offs, and the shares of one-offs, lasting preferences and other notes then stated."""
+    that share of the one-offs (None: no gate needed), and the shares of one-offs, lasting preferences and other
+    notes then stated."""
     tries = [np.inf, *sorted(set(gate[stated & one_off].tolist()), reverse=True)]
     out = []
     for share in shares:
@@ -53,7 +54,7 @@ def frontier(gate: np.ndarray, stated: np.ndarray, one_off: np.ndarray, lasting:
             kept = stated & (gate < t)
             if kept[one_off].mean() <= share:
                 break
-        out.append({"share": share, "threshold": float(t), "one_off": round(float(kept[one_off].mean()), 4),
+        out.append({"share": share, "threshold": float(t) if np.isfinite(t) else None, "one_off": round(float(kept[one_off].mean()), 4),
                     "lasting": round(float(kept[lasting].mean()), 4), "other": round(float(kept[other].mean()), 4)})
     return out
 

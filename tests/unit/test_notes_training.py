@@ -476,7 +476,7 @@ def test_a_gate_on_one_offs_is_read_at_the_highest_threshold_that_meets_each_sha
     lasting = np.array([False] * 5 + [True, True, True, False, False])
     other = np.array([False] * 8 + [True, True])
     got = frontier.frontier(gate, stated, one_off, lasting, other, [1.0, 0.6, 0.4, 0.0])
-    assert got[0] == {"share": 1.0, "threshold": np.inf, "one_off": 0.8, "lasting": 1.0, "other": 1.0}
+    assert got[0] == {"share": 1.0, "threshold": None, "one_off": 0.8, "lasting": 1.0, "other": 1.0}
     assert got[1] == {"share": 0.6, "threshold": 0.9, "one_off": 0.6, "lasting": 1.0, "other": 0.5}
     assert got[2] == {"share": 0.4, "threshold": 0.7, "one_off": 0.4, "lasting": 0.6667, "other": 0.5}
     assert got[3] == {"share": 0.0, "threshold": 0.3, "one_off": 0.0, "lasting": 0.3333, "other": 0.0}
