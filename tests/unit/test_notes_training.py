@@ -12,6 +12,7 @@ import pytest
 from hippograph.extraction.rules import normalise as said
 from hippograph.notes_model import corpus, judge, scoring, train
 from hippograph.notes_model.segment import FEATURES
+from tests.scripts import ROOT, load
 
 NOTES = Path(__file__).resolve().parents[2] / "bench" / "notes"
 WRITERS = ("w1", "w5", "w6")
@@ -450,26 +451,10 @@ def test_extra_training_data_is_scored_in_the_corpus_writers_groups_and_never_sc
     assert refused.returncode == 2 and "no --extra files" in refused.stderr
 
 
-def _bench(name: str):
-    import importlib.util
-    import sys
-
-    folder = Path(__file__).resolve().parents[2] / "bench"
-    sys.path.insert(0, str(folder))
-    try:
-        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(folder))
-
-
 def test_a_gate_on_one_offs_is_read_at_the_highest_threshold_that_meets_each_share() -> None:
     """`bench/notes_one_off_frontier.py`: a stated piece whose gate is at least the threshold is not stated; for
     each share of one-offs, the highest threshold that brings them to it, and what else is then stated."""
-    frontier = _bench("notes_one_off_frontier")
+    frontier = load(ROOT / "bench" / "notes_one_off_frontier.py")
     gate = np.array([0.9, 0.7, 0.5, 0.3, 0.1, 0.8, 0.6, 0.2, 0.4, 0.95])
     stated = np.array([True, True, True, True, False, True, True, True, True, True])
     one_off = np.array([True] * 5 + [False] * 5)
@@ -483,7 +468,7 @@ def test_a_gate_on_one_offs_is_read_at_the_highest_threshold_that_meets_each_sha
 
 
 def test_the_area_under_the_curve_is_the_chance_a_one_off_scores_above_a_lasting_preference() -> None:
-    frontier = _bench("notes_one_off_frontier")
+    frontier = load(ROOT / "bench" / "notes_one_off_frontier.py")
     rng = np.random.default_rng(0)
     score = rng.integers(0, 5, 200).astype(float)  # many ties
     positive = rng.random(200) < 0.3
@@ -509,7 +494,7 @@ def test_the_frontier_bench_scores_each_gate_out_of_writer(tmp_path: Path) -> No
     assert set(report["scores"]) == {"act model", "clause", "words", "with message and previous turn", "e5"}
     seqs = corpus.load_all(sorted(tmp_path.glob("corpus/*/part-01.json")))
     rows, x = train.features(seqs)
-    instructions = _bench("notes_instructions")
+    instructions = load(ROOT / "bench" / "notes_instructions.py")
     stated = np.zeros(len(rows), dtype=bool)
     for w in ("w38", "w41"):
         held = np.array([r.writer == w for r in rows])
