@@ -38,7 +38,7 @@ import notes_instructions as ni
 
 from hippograph.bench.common import machine
 from hippograph.notes_model import corpus, judge, train
-from hippograph.notes_model.features import DIM
+from hippograph.notes_model.features import DIM, Row
 from hippograph.notes_model.linear import fit
 
 
@@ -66,6 +66,18 @@ def auc(score: np.ndarray, positive: np.ndarray) -> float:
     ranks = rankdata(score)
     n_pos, n_neg = int(positive.sum()), int((~positive).sum())
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def readings(j: judge.Judgement, ix: np.ndarray, rows: Sequence[Row], x: np.ndarray, messages: Sequence[object],
+             e5: np.ndarray | None) -> dict[str, np.ndarray]:
+    """What each gate reads of the rows `ix`, the words last in each (read unscaled: `linear.fit(raw=...)`)."""
+    cx = j.clause_features(x[ix], [rows[i].text for i in ix], [messages[i] for i in ix])
+    cut = cx.shape[1] - len(j.vocabulary)
+    base, words = cx[:, :cut], cx[:, cut:]
+    out = {"clause": cx, "words": words, "with message and previous turn": np.hstack([base, x[ix, DIM:3 * DIM], words])}
+    if e5 is not None:
+        out["e5"] = np.hstack([e5[ix], base[:, DIM:], words])
+    return out
 
 
 def e5_vectors(texts: Sequence[str]) -> np.ndarray:
@@ -102,26 +114,15 @@ def main(argv: list[str]) -> int:
     stated = np.zeros(len(rows), dtype=bool)
     messages = train.messages(rows)
     for group in train.groups([r.writer for r in rows], args.folds):
+        j = train._without(set(group), rows, x, multi, None, args.hidden)
         held = np.array([r.writer in group for r in rows])
         trained, scored = np.flatnonzero(~held), np.flatnonzero(held)
-        j = train.train([rows[i] for i in trained], x[trained], multi, hidden=args.hidden)
         stated[scored] = ni.stated(j, [rows[i] for i in scored], x[scored], limits)
-
-        def reading(ix: np.ndarray, j: judge.Judgement = j) -> dict[str, np.ndarray]:
-            cx = j.clause_features(x[ix], [rows[i].text for i in ix], [messages[i] for i in ix])
-            cut = cx.shape[1] - len(j.vocabulary)  # the words are last: read unscaled (`linear.fit(raw=...)`)
-            base, words = cx[:, :cut], cx[:, cut:]
-            out = {"clause": cx, "words": words,
-                   "with message and previous turn": np.hstack([base, x[ix, DIM:3 * DIM], words])}
-            if args.e5:
-                out["e5"] = np.hstack([e5[ix], base[:, DIM:], words])
-            return out
-
         cx = j.clause_features(x[scored], [rows[i].text for i in scored], [messages[i] for i in scored])
         scores["act model"][scored] = j.act.probabilities(cx)[:, j.act.classes.index("instructs")]
         train_ix, score_ix = np.intersect1d(trained, gated), np.intersect1d(scored, gated)
         labels = np.where(one_off[train_ix], "one-off", "note")
-        train_x, score_x = reading(train_ix), reading(score_ix)
+        train_x, score_x = (readings(j, ix, rows, x, messages, e5 if args.e5 else None) for ix in (train_ix, score_ix))
         for name in names[1:]:
             if not train_x[name].shape[1]:  # no word used by enough of these writers: a gate that says nothing
                 scores[name][score_ix] = 0.0
