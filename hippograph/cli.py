@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -44,12 +45,25 @@ NO_KEY = ("hippograph: refusing to listen on {host} without an API key: create o
           "HIPPOGRAPH_AUTH__DISABLED=true on purpose")
 
 
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def _log_to_stderr(level_name: str) -> None:
+    """`--log-level` for the whole process, set before anything logs: otherwise the first library to
+    configure logging (the MCP SDK does, at INFO) decides. The HTTP client's line per request (to a
+    Qdrant server, an LLM endpoint) is shown only at debug."""
+    level = getattr(logging, level_name.upper())
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from hippograph.server.app import create_app
     from hippograph.server.deps import is_loopback
 
+    _log_to_stderr(args.log_level)
     settings = _settings(args)
     host, port = settings.host, args.port or settings.port
     _port_free(host, port)  # before anything is opened or made
@@ -482,7 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host")
     s.add_argument("--port", type=int)
     s.add_argument("--data-dir", help=DATA_DIR_HELP)
-    s.add_argument("--log-level", default="info")
+    s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
+                   help="what the server logs to stderr (default: info)")
     s.set_defaults(func=cmd_serve)
     i = sub.add_parser("ingest", help="ingest a JSON file of conversations (our format or LoCoMo's)")
     i.add_argument("file")

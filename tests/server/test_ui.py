@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,12 @@ class Served:
     def __init__(self, server: ServerProcess, keys: dict[str, str]) -> None:
         self.server, self.keys = server, keys
         self.url = server.url
+        # what the server writes to stderr, read as it comes (a pipe nobody reads would stall it when full)
+        self.log: list[str] = []
+        assert server.proc is not None and server.proc.stderr is not None
+        self._reader = threading.Thread(target=lambda: self.log.extend(
+            line.decode(errors="replace") for line in iter(server.proc.stderr.readline, b"")), daemon=True)
+        self._reader.start()
 
     def api(self, method: str, path: str, key: str = "writer", **kw: object) -> httpx.Response:
         return httpx.request(method, self.url + path, headers={"Authorization": f"Bearer {self.keys[key]}"},
@@ -81,8 +88,8 @@ def served(request, tmp_path_factory) -> Iterator[Served]:
             "globex": _make_key(data, env, "globex", "read,write")}
     server = ServerProcess(data, env=env)
     server.start()
+    served = Served(server, keys)
     try:
-        served = Served(server, keys)
         ready = httpx.get(f"{server.url}/readyz", timeout=60).json()
         assert (ready["graph"], ready["vectors"]) == (("Neo4jGraphStore", "QdrantVectorStore") if env else
                                                       ("SqliteGraphStore", "EdgeVectorStore")), ready
@@ -95,9 +102,10 @@ def served(request, tmp_path_factory) -> Iterator[Served]:
         yield served
     finally:
         server.stop()
-        if server.proc is not None and server.proc.stderr is not None:
-            log = server.proc.stderr.read().decode(errors="replace")
-            assert not any(key in log for key in keys.values()), "an API key is in the server's log"
+    served._reader.join(timeout=30)
+    assert not any(key in "".join(served.log) for key in keys.values()), "an API key is in the server's log"
+    # it was started with --log-level warning: no line per request to the Qdrant server, no library's INFO
+    assert not [line for line in served.log if "INFO" in line], served.log
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +124,7 @@ def page(browser, served: Served) -> Iterator[object]:
     pg = context.new_page()
     pg.set_default_timeout(60_000)
     pg.problems = []  # what the page's scripts threw, and dialogs they opened
+    pg.server_log = served.log
     pg.on("pageerror", lambda e: pg.problems.append(f"error: {e}"))
     # "Delete …?" is asked with confirm(); any other dialog (an alert a memory's text might open) is a problem
     pg.on("dialog", lambda d: (d.type != "confirm" and pg.problems.append(f"dialog: {d.message}"), d.accept()))
@@ -146,7 +155,8 @@ def wait(page, selector: str = "", until: str = "") -> None:
             page.wait_for_function(until, timeout=120_000)
     except Exception as exc:  # Playwright's TimeoutError
         raise AssertionError(f"{selector or until} did not come; the page shows: {page.inner_text('body')[:1500]!r}; "
-                             f"problems: {page.problems}") from exc
+                             f"problems: {page.problems}; the server's log ends: "
+                             f"{''.join(page.server_log[-40:])[-4000:]}") from exc
 
 
 def shot(page, name: str) -> None:
@@ -275,6 +285,7 @@ def test_ask_shows_the_plan_and_why_each_item_is_there(page, served: Served) -> 
 
 def test_sessions_and_the_audit_timeline(page, served: Served) -> None:
     sign_in(page, served, view="sessions")
+    wait(page, "#sessions button.link")
     page.click("#sessions button.link")
     wait(page, ".window-item")
     assert any("Acme Corp" in i.inner_text() for i in page.query_selector_all(".window-item"))
