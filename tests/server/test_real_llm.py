@@ -57,8 +57,10 @@ def llm(tmp_path_factory) -> Iterator[tuple[str, str]]:
     log_path = tmp_path_factory.mktemp("llm") / "serve.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "hippograph.cli", "llm", "serve", "--port", str(port),
-                                 "--threads", "2", "--ctx", "4096", "--api-key", KEY], cwd=ROOT, stdout=log, stderr=log,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                 "--threads", "2", "--ctx", "4096"], cwd=ROOT, stdout=log, stderr=log,
+                                # the key from the environment, as a deployment keeps it out of `ps` (and a key
+                                # that starts with "-" is not read as an option)
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", "HIPPOGRAPH_LLM_SERVE_API_KEY": KEY})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
