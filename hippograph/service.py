@@ -34,6 +34,7 @@ from hippograph.models import (
     EpisodeKind,
     Note,
     NoteKind,
+    Relation,
     VectorRecord,
     new_id,
     stable_id,
@@ -182,25 +183,42 @@ class Hippograph(WriteEntry, ContextEntry):
         }
 
     def reindex_missing(self, user_id: str | None = None) -> int:
-        """Put back into the vector index anything the system of record has and the index lacks."""
+        """Put back into the vector index anything the system of record has and the index lacks.
+        Returns how many items went back."""
         ids = self.graph.all_item_ids(user_id)
         missing = 0
         for kind, wanted in ids.items():
             for i in range(0, len(wanted), 512):
                 chunk = wanted[i:i + 512]
                 present = self.indexer.store.has(chunk)
-                absent = [x for x in chunk if x not in present]
-                if absent:
-                    missing += len(absent)
-                    self.indexer.index(self._records(kind, absent))
+                owners: dict[str, list[str]] = {}
+                for item in self._items(kind, [x for x in chunk if x not in present]):
+                    owners.setdefault(item.user_id, []).append(item.id)
+                for user, absent in owners.items():
+                    # read again and indexed under the user's lease, which a delete takes too (on any
+                    # replica): an item deleted since the read above must not come back to the index
+                    with self.ingestor.user_write(user):
+                        present = self.indexer.store.has(absent)
+                        records = self._records(kind, [x for x in absent if x not in present])
+                        self.indexer.index(records)
+                        missing += len(records)
         return missing
 
-    def _records(self, kind: str, ids: list[str]) -> list[VectorRecord]:
+    def _items(self, kind: str, ids: list[str]) -> list[Note] | list[Relation] | list[Episode]:
+        """The items of a kind the index should hold, from the system of record."""
         if kind == "note":
-            return [note_record(n) for n in self.graph.notes_by_ids(ids) if n.current]
+            return [n for n in self.graph.notes_by_ids(ids) if n.current]
         if kind == "relation":
-            return [relation_record(r) for r in self.graph.get_relations(ids) if r.invalid_at is None]
-        episodes = self.graph.episodes_by_ids(ids)
+            return [r for r in self.graph.get_relations(ids) if r.invalid_at is None]
+        return self.graph.episodes_by_ids(ids)
+
+    def _records(self, kind: str, ids: list[str]) -> list[VectorRecord]:
+        items = self._items(kind, ids)
+        if kind == "note":
+            return [note_record(n) for n in items if isinstance(n, Note)]
+        if kind == "relation":
+            return [relation_record(r) for r in items if isinstance(r, Relation)]
+        episodes = [e for e in items if isinstance(e, Episode)]
         lemmas = lemma_words(self.indexer, episodes)
         return [episode_record(e, lemmas.get(e.id, "")) for e in episodes]
 

@@ -4,6 +4,7 @@ search, context, profile and audit text, provenance keeps the client's ids, and 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -183,6 +184,30 @@ def test_a_delete_the_index_cannot_follow_changes_nothing(tmp_path) -> None:
         svc.indexer.store.open()
         assert svc.delete_memory("vic", "w1") == ["w1"]  # tried again, it goes
         assert svc.graph.list_notes("vic") == [] and svc.search("vic", "Seattle hiking", 10) == []
+
+
+def test_a_note_deleted_while_the_index_is_repaired_does_not_come_back(tmp_path) -> None:
+    """The start-up repair reads what the index lacks, then puts it back under the user's lease, which
+    a delete holds too: a note deleted between the two is not indexed again."""
+    with bench_service(tmp_path) as svc:
+        svc.remember("wes", "s1", None, [MessageIn(id="x1", role=Role.user, content=PROBE),
+                                         MessageIn(id="x2", role=Role.user, content="I work at Initech.")])
+        home = next(n for n in svc.graph.list_notes("wes") if "Seattle" in n.text)
+        svc.indexer.store.delete([home.id])  # lost from the index (a crash between the two stores)
+        done: list[int] = []
+        with svc.ingestor.user_write("wes"):  # a delete of this user's is under way
+            repair = threading.Thread(target=lambda: done.append(svc.reindex_missing()))
+            repair.start()
+            repair.join(timeout=3)
+            assert repair.is_alive() and not svc.indexer.store.has([home.id])  # it waits for the lease
+            svc.delete_note("wes", home.id)
+        repair.join(timeout=60)
+        assert done == [0] and not svc.indexer.store.has([home.id])
+        assert all("Seattle" not in h.text for h in svc.search("wes", "Seattle", 20) if h.kind == "note")
+        # with nothing deleted meanwhile, what the index lacks goes back
+        work = next(n for n in svc.graph.list_notes("wes") if "Initech" in n.text)
+        svc.indexer.store.delete([work.id])
+        assert svc.reindex_missing() == 1 and svc.indexer.store.has([work.id]) == {work.id}
 
 
 # --- the bytes on disk --------------------------------------------------------------------------
