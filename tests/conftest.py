@@ -4,6 +4,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,7 @@ class ServerProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
+        self._drainer: threading.Thread | None = None
 
     def start(self, timeout: float = 120) -> None:
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
@@ -71,6 +73,16 @@ class ServerProcess:
             time.sleep(0.2)
         raise TimeoutError("server did not become ready")
 
+    def drained(self) -> list[bytes]:
+        """The server's log lines, read as they come into the list returned: a pipe nobody reads fills
+        and stalls the server at its next log line. `stop` waits for the last of them."""
+        assert self.proc is not None and self.proc.stderr is not None
+        lines: list[bytes] = []
+        self._drainer = threading.Thread(target=lambda: lines.extend(iter(self.proc.stderr.readline, b"")),  # type: ignore[union-attr]
+                                         daemon=True)
+        self._drainer.start()
+        return lines
+
     def kill9(self) -> None:
         assert self.proc is not None
         self.proc.kill()  # SIGKILL
@@ -83,6 +95,8 @@ class ServerProcess:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+        if self._drainer is not None:
+            self._drainer.join(timeout=30)
 
 
 @pytest.fixture

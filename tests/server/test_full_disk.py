@@ -330,16 +330,6 @@ class Load:
                 self._answer("read", resp, {200})
 
 
-def drained(server: ServerProcess) -> list[bytes]:
-    """The server's log, read as it comes: a 507 is logged, and a pipe nobody reads fills and stalls
-    the server at its next log line."""
-    assert server.proc is not None and server.proc.stderr is not None
-    lines: list[bytes] = []
-    threading.Thread(target=lambda: lines.extend(iter(server.proc.stderr.readline, b"")),  # type: ignore[union-attr]
-                     daemon=True).start()
-    return lines
-
-
 def tail(lines: list[bytes], n: int = 60) -> str:
     return b"".join(lines[-n:]).decode(errors="replace")
 
@@ -404,7 +394,7 @@ def test_a_disk_filled_under_load_never_kills_the_server(loaded_disk: Path, monk
     first, second = ServerProcess(data), ServerProcess(data)
     try:
         first.start()
-        log = drained(first)
+        log = first.drained()
 
         def alive() -> bool:
             return first.proc is not None and first.proc.poll() is None
@@ -421,7 +411,7 @@ def test_a_disk_filled_under_load_never_kills_the_server(loaded_disk: Path, monk
         first.stop()
 
         second.start()  # what the full disk held back is finished by the start-up repairs, which the
-        drained(second)  # sweep runs once the server is ready: waited for through the status route
+        second.drained()  # sweep runs once the server is ready: waited for through the status route
         with httpx.Client(base_url=second.url, timeout=60) as c:
             for user in USERS:
                 settled(c, user, [m for m, (u, _) in load.acked.items() if u == user], timeout=300)

@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,12 +44,7 @@ class Served:
     def __init__(self, server: ServerProcess, keys: dict[str, str]) -> None:
         self.server, self.keys = server, keys
         self.url = server.url
-        # what the server writes to stderr, read as it comes (a pipe nobody reads would stall it when full)
-        self.log: list[str] = []
-        assert server.proc is not None and server.proc.stderr is not None
-        self._reader = threading.Thread(target=lambda: self.log.extend(
-            line.decode(errors="replace") for line in iter(server.proc.stderr.readline, b"")), daemon=True)
-        self._reader.start()
+        self.log = server.drained()
 
     def api(self, method: str, path: str, key: str = "writer", **kw: object) -> httpx.Response:
         return httpx.request(method, self.url + path, headers={"Authorization": f"Bearer {self.keys[key]}"},
@@ -102,10 +96,10 @@ def served(request, tmp_path_factory) -> Iterator[Served]:
         yield served
     finally:
         server.stop()
-    served._reader.join(timeout=30)
-    assert not any(key in "".join(served.log) for key in keys.values()), "an API key is in the server's log"
+    log = b"".join(served.log).decode(errors="replace")
+    assert not any(key in log for key in keys.values()), "an API key is in the server's log"
     # it was started with --log-level warning: no line per request to the Qdrant server, no library's INFO
-    assert not [line for line in served.log if "INFO" in line], served.log
+    assert "INFO" not in log, log
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +150,7 @@ def wait(page, selector: str = "", until: str = "") -> None:
     except Exception as exc:  # Playwright's TimeoutError
         raise AssertionError(f"{selector or until} did not come; the page shows: {page.inner_text('body')[:1500]!r}; "
                              f"problems: {page.problems}; the server's log ends: "
-                             f"{''.join(page.server_log[-40:])[-4000:]}") from exc
+                             f"{b''.join(page.server_log[-40:]).decode(errors='replace')[-4000:]}") from exc
 
 
 def shot(page, name: str) -> None:
