@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel, Field
 
@@ -215,10 +215,10 @@ class Hippograph(WriteEntry, ContextEntry):
     def _records(self, kind: str, ids: list[str]) -> list[VectorRecord]:
         items = self._items(kind, ids)
         if kind == "note":
-            return [note_record(n) for n in items if isinstance(n, Note)]
+            return [note_record(n) for n in cast(list[Note], items)]
         if kind == "relation":
-            return [relation_record(r) for r in items if isinstance(r, Relation)]
-        episodes = [e for e in items if isinstance(e, Episode)]
+            return [relation_record(r) for r in cast(list[Relation], items)]
+        episodes = cast(list[Episode], items)
         lemmas = lemma_words(self.indexer, episodes)
         return [episode_record(e, lemmas.get(e.id, "")) for e in episodes]
 
